@@ -1,0 +1,97 @@
+// The ofi_rxm wire protocol: every message rxm sends over a core MSG connection starts with a
+// fixed 48-byte header (layout in README.md). A peer's bytes are untrusted, so decoding checks
+// every field before anything else looks at it.
+#ifndef OFI_PROV_RXM_WIRE_H
+#define OFI_PROV_RXM_WIRE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace rxm {
+
+constexpr uint8_t kWireVersion = 1;
+constexpr size_t kWireHeaderSize = 48;
+
+enum class WireOp : uint8_t {
+	eager = 1,        // whole message inline
+	sar_segment,      // one piece of a segmented message
+	rndv_request,     // sender exposes registered buffers; receiver reads them
+	rndv_done,        // receiver finished reading; sender may complete
+	credit_update,    // receiver returns flow-control credits
+	atomic_request,   // emulated atomic, executed by the target
+	atomic_response,  // status (and fetched data) of an atomic request
+	delivery_ack,     // FI_DELIVERY_COMPLETE: message was matched and placed
+};
+constexpr uint8_t kWireOpFirst = static_cast<uint8_t>(WireOp::eager);
+constexpr uint8_t kWireOpLast = static_cast<uint8_t>(WireOp::delivery_ack);
+
+namespace wire_flag {
+constexpr uint16_t remote_cq_data = 1 << 0;    // cq_data is meaningful
+constexpr uint16_t tagged = 1 << 1;            // match against tagged receives
+constexpr uint16_t last_segment = 1 << 2;      // final SAR segment
+constexpr uint16_t delivery_complete = 1 << 3; // sender wants a delivery_ack
+constexpr uint16_t atomic_fetch = 1 << 4;      // response carries the old value
+constexpr uint16_t atomic_compare = 1 << 5;    // request carries compare operands
+constexpr uint16_t all = (1 << 6) - 1;
+} // namespace wire_flag
+
+struct WireHeader {
+	uint8_t version = kWireVersion;
+	WireOp op = WireOp::eager;
+	uint16_t flags = 0;
+	uint32_t payload_len = 0; // bytes following the header in this core message
+	uint64_t tag = 0;
+	uint64_t cq_data = 0;
+	uint64_t msg_id = 0;      // sender-chosen id tying segments / rendezvous / atomics together
+	uint64_t total_len = 0;   // length of the whole application message
+	uint64_t offset = 0;      // SAR: segment offset; credit_update: number of credits
+};
+
+// Writes exactly kWireHeaderSize bytes.
+void encode_header(const WireHeader &hdr, uint8_t *out);
+
+// Decodes and validates one received core message (header plus payload). Returns 0 or -FI_EIO
+// when the bytes are not a well-formed rxm message.
+int decode_message(std::span<const uint8_t> message, WireHeader *hdr);
+
+// Rendezvous request payload: the sender's registered buffers.
+struct RndvSegment {
+	uint64_t addr;
+	uint64_t len;
+	uint64_t key;
+};
+constexpr size_t kRndvMaxSegments = 4;
+constexpr size_t rndv_payload_size(size_t count) { return 8 + 24 * count; }
+void encode_rndv(std::span<const RndvSegment> segments, uint8_t *out);
+// Checks that the segments sum to total_len; returns 0 or -FI_EIO.
+int decode_rndv(std::span<const uint8_t> payload, uint64_t total_len,
+		RndvSegment (&segments)[kRndvMaxSegments], size_t *count);
+
+// Atomic request payload: fixed part, then count operands, then count compare values.
+struct AtomicRequest {
+	uint8_t op;        // enum fi_op
+	uint8_t datatype;  // enum fi_datatype
+	uint32_t count;    // elements
+	uint64_t addr;     // target address (or offset, per the target's MR mode)
+	uint64_t key;      // target MR key
+};
+constexpr size_t kAtomicRequestFixedSize = 24;
+void encode_atomic_request(const AtomicRequest &req, uint8_t *out);
+// Validates op, datatype and that the payload holds exactly the operands the flags announce.
+// operand/compare point into payload (compare is empty unless atomic_compare).
+int decode_atomic_request(std::span<const uint8_t> payload, uint16_t flags, AtomicRequest *req,
+			  std::span<const uint8_t> *operand, std::span<const uint8_t> *compare);
+
+// Atomic response payload: a status (0 or -FI_E*) followed by fetched data, if any.
+constexpr size_t kAtomicResponseFixedSize = 8;
+void encode_atomic_response(int32_t status, uint8_t *out);
+int decode_atomic_response(std::span<const uint8_t> payload, int32_t *status,
+			   std::span<const uint8_t> *fetched);
+
+// Size in bytes of one element of an fi_datatype rxm can emulate, 0 for others.
+size_t atomic_datatype_size(uint8_t datatype);
+
+} // namespace rxm
+
+#endif

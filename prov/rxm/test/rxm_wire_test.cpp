@@ -1,0 +1,216 @@
+// Wire protocol: round trips, and rejection of malformed (untrusted) bytes.
+#include "prov/rxm/rxm_wire.h"
+
+#include <rdma/fi_domain.h>
+#include <rdma/fi_errno.h>
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+using namespace rxm;
+
+namespace {
+
+std::vector<uint8_t> message(const WireHeader &h, size_t payload_len)
+{
+	std::vector<uint8_t> m(kWireHeaderSize + payload_len, 0x5a);
+	encode_header(h, m.data());
+	return m;
+}
+
+WireHeader eager(uint32_t len)
+{
+	WireHeader h;
+	h.op = WireOp::eager;
+	h.payload_len = len;
+	h.total_len = len;
+	return h;
+}
+
+} // namespace
+
+TEST(RxmWire, HeaderRoundTrip)
+{
+	WireHeader h = eager(5);
+	h.flags = wire_flag::tagged | wire_flag::remote_cq_data;
+	h.tag = 0x1122334455667788ULL;
+	h.cq_data = 0xdeadbeefcafef00dULL;
+	h.msg_id = 42;
+	auto m = message(h, 5);
+	WireHeader d;
+	ASSERT_EQ(0, decode_message(m, &d));
+	EXPECT_EQ(WireOp::eager, d.op);
+	EXPECT_EQ(h.flags, d.flags);
+	EXPECT_EQ(h.tag, d.tag);
+	EXPECT_EQ(h.cq_data, d.cq_data);
+	EXPECT_EQ(42u, d.msg_id);
+	EXPECT_EQ(5u, d.total_len);
+}
+
+TEST(RxmWire, EncodingIsLittleEndianAtFixedOffsets)
+{
+	WireHeader h = eager(0);
+	h.tag = 0x0102030405060708ULL;
+	uint8_t out[kWireHeaderSize];
+	encode_header(h, out);
+	EXPECT_EQ(kWireVersion, out[0]);
+	EXPECT_EQ(1, out[1]);
+	EXPECT_EQ(0x08, out[8]);
+	EXPECT_EQ(0x01, out[15]);
+}
+
+TEST(RxmWire, RejectsShortBadVersionOpFlags)
+{
+	WireHeader d;
+	std::vector<uint8_t> shortmsg(kWireHeaderSize - 1, 0);
+	EXPECT_EQ(-FI_EIO, decode_message(shortmsg, &d));
+
+	auto m = message(eager(0), 0);
+	m[0] = 2;
+	EXPECT_EQ(-FI_EIO, decode_message(m, &d));
+	m = message(eager(0), 0);
+	m[1] = 0;
+	EXPECT_EQ(-FI_EIO, decode_message(m, &d));
+	m[1] = kWireOpLast + 1;
+	EXPECT_EQ(-FI_EIO, decode_message(m, &d));
+	m = message(eager(0), 0);
+	m[3] = 0x80; // unknown flag
+	EXPECT_EQ(-FI_EIO, decode_message(m, &d));
+}
+
+TEST(RxmWire, PayloadLengthMustMatchMessage)
+{
+	WireHeader d;
+	auto m = message(eager(10), 9);
+	EXPECT_EQ(-FI_EIO, decode_message(m, &d));
+	m = message(eager(10), 11);
+	EXPECT_EQ(-FI_EIO, decode_message(m, &d));
+	WireHeader h = eager(10);
+	h.total_len = 11; // eager must be whole
+	m = message(h, 10);
+	EXPECT_EQ(-FI_EIO, decode_message(m, &d));
+}
+
+TEST(RxmWire, SarSegmentBounds)
+{
+	WireHeader h;
+	h.op = WireOp::sar_segment;
+	h.total_len = 100;
+	h.offset = 60;
+	h.payload_len = 40;
+	WireHeader d;
+	auto m = message(h, 40);
+	EXPECT_EQ(0, decode_message(m, &d)); // not last: fine
+	h.flags = wire_flag::last_segment;
+	m = message(h, 40);
+	EXPECT_EQ(0, decode_message(m, &d));
+	h.offset = 61; // beyond total
+	m = message(h, 40);
+	EXPECT_EQ(-FI_EIO, decode_message(m, &d));
+	h.offset = UINT64_MAX - 10; // overflow attempt
+	m = message(h, 40);
+	EXPECT_EQ(-FI_EIO, decode_message(m, &d));
+	h.flags = wire_flag::last_segment;
+	h.offset = 0; // last but short of total
+	m = message(h, 40);
+	EXPECT_EQ(-FI_EIO, decode_message(m, &d));
+}
+
+TEST(RxmWire, CreditUpdateNeedsCredits)
+{
+	WireHeader h;
+	h.op = WireOp::credit_update;
+	h.offset = 0;
+	WireHeader d;
+	auto m = message(h, 0);
+	EXPECT_EQ(-FI_EIO, decode_message(m, &d));
+	h.offset = 7;
+	m = message(h, 0);
+	ASSERT_EQ(0, decode_message(m, &d));
+	EXPECT_EQ(7u, d.offset);
+}
+
+TEST(RxmWire, RendezvousRoundTripAndValidation)
+{
+	RndvSegment segs[2] = {{0x1000, 300, 7}, {0x9000, 700, 8}};
+	std::vector<uint8_t> payload(rndv_payload_size(2));
+	encode_rndv(segs, payload.data());
+	RndvSegment out[kRndvMaxSegments];
+	size_t n = 0;
+	ASSERT_EQ(0, decode_rndv(payload, 1000, out, &n));
+	EXPECT_EQ(2u, n);
+	EXPECT_EQ(0x9000u, out[1].addr);
+	EXPECT_EQ(8u, out[1].key);
+	EXPECT_EQ(-FI_EIO, decode_rndv(payload, 999, out, &n));  // lengths must sum to total
+	EXPECT_EQ(-FI_EIO, decode_rndv(payload, 1001, out, &n));
+	payload[0] = 5; // too many segments
+	EXPECT_EQ(-FI_EIO, decode_rndv(payload, 1000, out, &n));
+	payload[0] = 0;
+	EXPECT_EQ(-FI_EIO, decode_rndv(payload, 1000, out, &n));
+
+	RndvSegment huge[2] = {{0, UINT64_MAX, 1}, {0, 2, 1}}; // sum overflows
+	encode_rndv(huge, payload.data());
+	EXPECT_EQ(-FI_EIO, decode_rndv(payload, 1, out, &n));
+
+	WireHeader h;
+	h.op = WireOp::rndv_request;
+	h.total_len = 1000;
+	h.payload_len = static_cast<uint32_t>(rndv_payload_size(2));
+	WireHeader d;
+	auto m = message(h, rndv_payload_size(2));
+	EXPECT_EQ(0, decode_message(m, &d));
+	h.payload_len = 4;
+	m = message(h, 4);
+	EXPECT_EQ(-FI_EIO, decode_message(m, &d));
+}
+
+TEST(RxmWire, AtomicRequestValidation)
+{
+	AtomicRequest req{FI_SUM, FI_UINT64, 2, 0x1000, 99};
+	std::vector<uint8_t> p(kAtomicRequestFixedSize + 16);
+	encode_atomic_request(req, p.data());
+	AtomicRequest d;
+	std::span<const uint8_t> operand, compare;
+	ASSERT_EQ(0, decode_atomic_request(p, 0, &d, &operand, &compare));
+	EXPECT_EQ(16u, operand.size());
+	EXPECT_TRUE(compare.empty());
+	EXPECT_EQ(99u, d.key);
+	// Operand count does not match the payload.
+	EXPECT_EQ(-FI_EIO, decode_atomic_request(std::span(p).first(p.size() - 1), 0, &d, &operand, &compare));
+	// Compare op without compare flag, and compare flag on a plain op.
+	req.op = FI_CSWAP;
+	encode_atomic_request(req, p.data());
+	EXPECT_EQ(-FI_EIO, decode_atomic_request(p, wire_flag::atomic_fetch, &d, &operand, &compare));
+	std::vector<uint8_t> c(kAtomicRequestFixedSize + 32);
+	encode_atomic_request(req, c.data());
+	EXPECT_EQ(0, decode_atomic_request(c, wire_flag::atomic_fetch | wire_flag::atomic_compare,
+					   &d, &operand, &compare));
+	EXPECT_EQ(16u, compare.size());
+	// Unknown datatype and op.
+	req = {FI_SUM, FI_LONG_DOUBLE_COMPLEX, 1, 0, 0};
+	encode_atomic_request(req, p.data());
+	EXPECT_EQ(-FI_EIO, decode_atomic_request(p, 0, &d, &operand, &compare));
+	req = {FI_ATOMIC_OP_LAST, FI_UINT8, 1, 0, 0};
+	encode_atomic_request(req, p.data());
+	EXPECT_EQ(-FI_EIO, decode_atomic_request(p, 0, &d, &operand, &compare));
+	// A read carries no operand but must ask for the fetched value.
+	req = {FI_ATOMIC_READ, FI_UINT32, 3, 0, 0};
+	encode_atomic_request(req, p.data());
+	auto r = std::span<const uint8_t>(p).first(kAtomicRequestFixedSize);
+	EXPECT_EQ(-FI_EIO, decode_atomic_request(r, 0, &d, &operand, &compare));
+	EXPECT_EQ(0, decode_atomic_request(r, wire_flag::atomic_fetch, &d, &operand, &compare));
+}
+
+TEST(RxmWire, AtomicResponse)
+{
+	uint8_t p[kAtomicResponseFixedSize + 4];
+	encode_atomic_response(-FI_EACCES, p);
+	int32_t status = 0;
+	std::span<const uint8_t> fetched;
+	ASSERT_EQ(0, decode_atomic_response(p, &status, &fetched));
+	EXPECT_EQ(-FI_EACCES, status);
+	EXPECT_EQ(4u, fetched.size());
+	encode_atomic_response(5, p); // positive statuses are not valid
+	EXPECT_EQ(-FI_EIO, decode_atomic_response(p, &status, &fetched));
+}

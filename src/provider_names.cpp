@@ -1,0 +1,120 @@
+// Name matching rules for providers; see provider_names.h for the semantics.
+#include "src/provider_names.h"
+#include "src/provider_registry.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace ofi::core {
+
+namespace {
+
+std::vector<std::string> split(const std::string &text, char separator)
+{
+	std::vector<std::string> parts;
+	size_t start = 0;
+	while (start <= text.size()) {
+		size_t end = text.find(separator, start);
+		if (end == std::string::npos)
+			end = text.size();
+		std::string part = text.substr(start, end - start);
+		// Tolerate spaces around list items ("tcp, verbs").
+		part.erase(0, part.find_first_not_of(" \t"));
+		part.erase(part.find_last_not_of(" \t") + 1);
+		if (!part.empty())
+			parts.push_back(part);
+		start = end + 1;
+	}
+	return parts;
+}
+
+bool contains(const std::vector<std::string> &names, const std::string &name)
+{
+	return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+bool same_components(std::vector<std::string> a, std::vector<std::string> b)
+{
+	std::sort(a.begin(), a.end());
+	std::sort(b.begin(), b.end());
+	return a == b;
+}
+
+// The utility provider of a layered name, or "" for a plain core name.
+std::string utility_component(const std::vector<std::string> &components)
+{
+	if (components.size() < 2)
+		return {};
+	for (const std::string &name : components)
+		if (is_utility_provider_name(name.c_str()))
+			return name;
+	return components.back();
+}
+
+} // namespace
+
+std::vector<std::string> split_provider_name(const std::string &name)
+{
+	return split(name, ';');
+}
+
+bool hint_name_matches(const std::string &hint, const std::string &info_name)
+{
+	std::vector<std::string> wanted = split_provider_name(hint);
+	std::vector<std::string> offered = split_provider_name(info_name);
+	if (wanted.empty())
+		return true;
+	if (wanted.size() == 1)
+		return contains(offered, wanted.front());
+	return same_components(wanted, offered);
+}
+
+ProviderFilter ProviderFilter::from_environment()
+{
+	return ProviderFilter(std::getenv("FI_PROVIDER"));
+}
+
+ProviderFilter::ProviderFilter(const char *spec)
+{
+	if (!spec)
+		return;
+	std::string text(spec);
+	size_t first = text.find_first_not_of(" \t");
+	if (first != std::string::npos && text[first] == '^') {
+		exclude_ = true;
+		text.erase(0, first + 1);
+	}
+	entries_ = split(text, ',');
+}
+
+bool ProviderFilter::allows_info(const std::string &info_name) const
+{
+	if (entries_.empty())
+		return true;
+	std::vector<std::string> components = split_provider_name(info_name);
+	std::string utility = utility_component(components);
+	for (const std::string &entry : entries_) {
+		std::vector<std::string> named = split_provider_name(entry);
+		bool hit;
+		if (named.size() > 1)
+			hit = same_components(named, components);
+		else if (exclude_)
+			hit = contains(components, entry);
+		else if (!utility.empty())
+			hit = entry == utility;
+		else
+			hit = entry == info_name;
+		if (hit)
+			return !exclude_;
+	}
+	return exclude_;
+}
+
+bool ProviderFilter::allows_provider(const std::string &provider_name) const
+{
+	if (!exclude_)
+		return true;
+	return !contains(entries_, provider_name);
+}
+
+} // namespace ofi::core

@@ -3,9 +3,10 @@
 #
 # abi_dump.c prints every size, offset, enumerator and constant of the public headers; it is
 # built once against the reference headers (Debian's libfabric-dev in /usr/include) and once
-# against ours, and the two outputs must be identical.  abi_types.c checks at compile time
-# that fields, typedefs and functions (static inline wrappers included) have the reference
-# types.  Both are also compiled as C++ against our headers, which must be usable from C++.
+# against ours, and the two outputs must be identical.  abi_dispatch.c calls every static
+# inline wrapper with recording stubs in the ops tables; the transcripts must be identical.
+# abi_types.c checks at compile time that fields, typedefs and functions (static inline
+# wrappers included) have the reference types.  Both are also compiled as C++ against our headers, which must be usable from C++.
 #
 # Environment: top_srcdir (set by `make check`); ABI_REFERENCE_INCLUDE overrides the
 # reference include directory, ABI_OUR_INCLUDE the one under test (used to show the test
@@ -67,6 +68,33 @@ if [ -x "$work/dump_reference" ] && [ -x "$work/dump_ours" ]; then
 		fail "ABI dump differs: $(grep -c '^[-+][^-+]' "$work/dump.diff") lines"
 	else
 		echo "ABI dump identical: $(wc -l <"$work/ours.txt") facts"
+	fi
+fi
+
+# The static inline wrappers are compiled into applications, so what they call is ABI too.
+if $CC -std=gnu11 $quiet -o "$work/dispatch_reference" "$abi_dir/abi_dispatch.c" \
+	-I"$reference_include" 2>"$work/dispatch_reference.err"; then
+	"$work/dispatch_reference" >"$work/dispatch_reference.txt" ||
+		fail "reference dispatch test did not run"
+else
+	cat "$work/dispatch_reference.err"
+	fail "abi_dispatch.c does not compile against the reference headers (regenerate it?)"
+fi
+if $CC -std=gnu11 $quiet -o "$work/dispatch_ours" "$abi_dir/abi_dispatch.c" \
+	-I"$our_include" 2>"$work/dispatch_ours.err"; then
+	"$work/dispatch_ours" >"$work/dispatch_ours.txt" || fail "our dispatch test did not run"
+else
+	cat "$work/dispatch_ours.err"
+	fail "abi_dispatch.c does not compile against our headers"
+fi
+if [ -s "$work/dispatch_reference.txt" ] && [ -s "$work/dispatch_ours.txt" ]; then
+	if ! diff -u "$work/dispatch_reference.txt" "$work/dispatch_ours.txt" \
+		>"$work/dispatch.diff"; then
+		echo "--- reference wrappers  +++ our wrappers (diff of call transcripts)"
+		sed '1,2d' "$work/dispatch.diff"
+		fail "static inline wrappers dispatch differently"
+	else
+		echo "Inline wrapper dispatch identical: $(grep -c -- '->' "$work/dispatch_ours.txt") calls"
 	fi
 fi
 

@@ -23,12 +23,15 @@ Usage: gen_abi_dump.py [--include-dir /usr/include] [--out-dir DIR]
 """
 
 import argparse
+import collections
 import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
+
+from dispatch_gen import emit_dispatch
 
 HEADERS = [
     "rdma/fabric.h", "rdma/fi_errno.h", "rdma/fi_domain.h", "rdma/fi_endpoint.h",
@@ -131,14 +134,26 @@ def system_include_flags():
 
 class Facts:
     def __init__(self):
-        self.records = []      # (tag, name, [(member_path, qual_type or None)])
+        self.records = []      # (tag, name, [Member])
         self.enums = []        # (name or None, [enumerator names])
         self.typedefs = []     # (name, qual_type)
-        self.functions = []    # (name, qual_type, is_static_inline)
+        self.functions = []    # [Function]
         self.int_macros = []
         self.string_macros = []
         self.function_macros = []
         self.other_macros = []     # attribute/declaration helpers: existence only
+
+
+# A type as written in the header (with typedef names) and with typedefs resolved.
+TypeName = collections.namedtuple("TypeName", "written desugared")
+# type is None for a member whose type is an unnamed struct/union.
+Member = collections.namedtuple("Member", "path type")
+Function = collections.namedtuple("Function", "name type static_inline params")
+
+
+def type_of(node):
+    t = node["type"]
+    return TypeName(t["qualType"], t.get("desugaredQualType", t["qualType"]))
 
 
 def is_anonymous_record_type(qual_type):
@@ -163,7 +178,7 @@ def record_members(record, prefix=""):
             anonymous_type = is_anonymous_record_type(qual_type)
             if name:
                 path = prefix + name
-                members.append((path, None if anonymous_type else qual_type))
+                members.append(Member(path, None if anonymous_type else type_of(child)))
             if anonymous_type:
                 if pending_unnamed is None:
                     sys.exit(f"cannot find the definition of {qual_type}")
@@ -196,7 +211,8 @@ def collect_ast_facts(ast, include_dir, facts):
         elif kind == "FunctionDecl" and name not in seen_functions:
             seen_functions.add(name)
             static_inline = node.get("storageClass") == "static" and node.get("inline", False)
-            facts.functions.append((name, node["type"]["qualType"], static_inline))
+            params = [type_of(p) for p in node.get("inner", []) if p["kind"] == "ParmVarDecl"]
+            facts.functions.append(Function(name, type_of(node), static_inline, params))
 
     tracker.walk(ast, on_node)
 
@@ -305,8 +321,9 @@ def emit_dump(facts, path):
     for tag, name, members in facts.records:
         type_name = f"{tag} {name}"
         out.append(f"\tSIZE(\"{type_name}\", {type_name});\n")
-        for member, qual_type in members:
-            macro = "FLEXIBLE_MEMBER" if qual_type and qual_type.endswith("[]") else "MEMBER"
+        for member, member_type in members:
+            flexible = member_type and member_type.written.endswith("[]")
+            macro = "FLEXIBLE_MEMBER" if flexible else "MEMBER"
             out.append(f"\t{macro}(\"{type_name}.{member}\", {type_name}, {member});\n")
     out.append("}\n\n")
 
@@ -343,8 +360,8 @@ def emit_dump(facts, path):
     out.append("/* Only names the functions: calling them is the dispatch test's job; taking\n"
                " * their address makes a missing one (inline or not) fail to compile. */\n")
     out.append("static void dump_functions(void)\n{\n")
-    for name, _, _ in facts.functions:
-        out.append(f"\tFUNCTION({name});\n")
+    for function in facts.functions:
+        out.append(f"\tFUNCTION({function.name});\n")
     out.append("}\n\n")
 
     out.append("int main(void)\n{\n\tdump_records();\n\tdump_enums_and_typedefs();\n"
@@ -361,16 +378,17 @@ def emit_types(facts, path):
            "#define SAME_TYPE(expr, type, what) \\\n"
            "\t_Static_assert(__builtin_types_compatible_p(__typeof__(expr), type), what)\n\n"]
     for tag, name, members in facts.records:
-        for member, qual_type in members:
-            if qual_type is None:
+        for member, member_type in members:
+            if member_type is None:
                 continue
-            out.append(f"SAME_TYPE((({tag} {name} *)0)->{member}, {qual_type},\n"
+            out.append(f"SAME_TYPE((({tag} {name} *)0)->{member}, {member_type.written},\n"
                        f"\t\"type of {tag} {name}.{member}\");\n")
     for name, qual_type in facts.typedefs:
         out.append(f"SAME_TYPE({name}, {qual_type}, \"typedef {name}\");\n")
-    for name, qual_type, static_inline in facts.functions:
-        what = "static inline " if static_inline else ""
-        out.append(f"SAME_TYPE({name}, {qual_type},\n\t\"{what}function {name}\");\n")
+    for function in facts.functions:
+        what = "static inline " if function.static_inline else ""
+        out.append(f"SAME_TYPE({function.name}, {function.type.written},\n"
+                   f"\t\"{what}function {function.name}\");\n")
     with open(path, "w") as f:
         f.write("".join(out))
 
@@ -390,6 +408,8 @@ def main():
 
     emit_dump(facts, os.path.join(args.out_dir, "abi_dump.c"))
     emit_types(facts, os.path.join(args.out_dir, "abi_types.c"))
+    emit_dispatch(facts, os.path.join(args.out_dir, "abi_dispatch.c"), umbrella_source(),
+                  GENERATED_NOTE)
     print(f"{len(facts.records)} records, {len(facts.enums)} enums, "
           f"{len(facts.typedefs)} typedefs, {len(facts.functions)} functions, "
           f"{len(facts.int_macros)} integer macros, {len(facts.string_macros)} string "

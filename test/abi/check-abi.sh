@@ -71,6 +71,18 @@ if [ -x "$work/dump_reference" ] && [ -x "$work/dump_ours" ]; then
 	fi
 fi
 
+# Deprecation marks are API rather than ABI, but applications see them as warnings.
+for tree in reference ours; do
+	if [ $tree = reference ]; then include=$reference_include; else include=$our_include; fi
+	LC_ALL=C $CC -std=c99 -fsyntax-only "$abi_dir/abi_dump.c" -I"$include" 2>&1 |
+		grep -o "'[^']*' is deprecated" | sort -u >"$work/deprecated_$tree.txt"
+done
+if ! diff -u "$work/deprecated_reference.txt" "$work/deprecated_ours.txt" \
+	>"$work/deprecated.diff"; then
+	sed '1,2d' "$work/deprecated.diff"
+	fail "deprecated functions or fields differ"
+fi
+
 # The static inline wrappers are compiled into applications, so what they call is ABI too.
 if $CC -std=gnu11 $quiet -o "$work/dispatch_reference" "$abi_dir/abi_dispatch.c" \
 	-I"$reference_include" 2>"$work/dispatch_reference.err"; then

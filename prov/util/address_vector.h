@@ -1,0 +1,112 @@
+// util::AddressVector: fi_av_* for every provider, FI_AV_MAP and FI_AV_TABLE.
+//
+// Addresses are opaque byte strings of at most kMaxAddrLen bytes. Their format decides how
+// they are measured, validated, resolved and printed:
+//   - FI_SOCKADDR, FI_SOCKADDR_IN, FI_SOCKADDR_IN6: struct sockaddr_in / sockaddr_in6
+//     (each address is as long as its family says; arrays given to fi_av_insert are packed
+//     that way), insertsvc/insertsym resolve with getaddrinfo, straddr gives
+//     "fi_sockaddr_in://1.2.3.4:5" / "fi_sockaddr_in6://[::1]:5".
+//   - anything else (e.g. a utility provider's own format): fixed 'addrlen' bytes per
+//     address, straddr prints hex; insertsvc/insertsym return -FI_ENOSYS.
+// fi_addr_t values are table indices in both modes (allowed for FI_AV_MAP); removed slots
+// are reused lowest-first. Entries live in stable storage, so address() pointers stay valid
+// until the entry is removed.
+// With attr->flags FI_EVENT, inserts report FI_AV_COMPLETE on the bound EQ (the work itself
+// is done synchronously) and the call returns 0; FI_SYNC_ERR fills the int array passed as
+// context. Failed entries get FI_ADDR_NOTAVAIL.
+// Providers needing to react to inserts/removals (e.g. rxm tearing down connections)
+// derive and override on_insert/on_remove; no other change is needed.
+#ifndef OFI_PROV_UTIL_ADDRESS_VECTOR_H
+#define OFI_PROV_UTIL_ADDRESS_VECTOR_H
+
+#include "prov/util/domain.h"
+#include "prov/util/fid_object.h"
+#include "prov/util/lock.h"
+#include "prov/util/ops_tables.h"
+
+#include <rdma/fi_domain.h>
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace util {
+
+class EventQueue;
+
+class AddressVector : public FidStorage<fid_av>, public FidObject {
+public:
+	static constexpr size_t kMaxAddrLen = 128;
+
+	// 'addr_format' is the domain's (FI_FORMAT_UNSPEC: the domain info's); 'addrlen' is
+	// only used for non-sockaddr formats.
+	AddressVector(Domain &domain, const struct fi_av_attr *attr, void *context,
+		      uint32_t addr_format = FI_FORMAT_UNSPEC, size_t addrlen = 0);
+	~AddressVector() override;
+
+	struct fid_av *av_fid() noexcept { return &embedded_fid.pub; }
+	Domain &domain() noexcept { return domain_; }
+	enum fi_av_type type() const noexcept { return type_; }
+	uint32_t addr_format() const noexcept { return addr_format_; }
+
+	// ---- provider side ----
+	// The stored address for fi_addr (nullptr if not in use); *len gets its length.
+	const void *address(fi_addr_t fi_addr, size_t *len = nullptr);
+	// Reverse lookup (e.g. source of an incoming connection); FI_ADDR_NOTAVAIL if absent.
+	fi_addr_t find(const void *addr, size_t len);
+	// Length of the address at 'addr' in this AV's format (0 if invalid).
+	size_t measure(const void *addr) const noexcept;
+	size_t count_in_use();
+
+	// Hooks, called with the AV lock held.
+	virtual void on_insert(fi_addr_t) {}
+	virtual void on_remove(fi_addr_t) {}
+
+	// ---- fi_ops_av ----
+	int insert(const void *addr, size_t count, fi_addr_t *fi_addr, uint64_t flags,
+		   void *context);
+	int insertsvc(const char *node, const char *service, fi_addr_t *fi_addr,
+		      uint64_t flags, void *context);
+	int insertsym(const char *node, size_t nodecnt, const char *service, size_t svccnt,
+		      fi_addr_t *fi_addr, uint64_t flags, void *context);
+	int remove(fi_addr_t *fi_addr, size_t count, uint64_t flags);
+	int lookup(fi_addr_t fi_addr, void *addr, size_t *addrlen);
+	const char *straddr(const void *addr, char *buf, size_t *len);
+
+	// ---- fi_ops ----
+	int bind(struct fid *bfid, uint64_t flags);  // EQ for FI_EVENT
+	int close() override;
+
+private:
+	struct Entry {
+		bool in_use = false;
+		uint8_t len = 0;
+		std::array<uint8_t, kMaxAddrLen> bytes{};
+	};
+
+	// Inserts one address; returns its fi_addr or a negative -FI_E* code.
+	int64_t insert_one(const void *addr, size_t len);
+	int check_insert_flags(uint64_t flags) const;
+	int finish_insert(size_t count, int inserted, const std::vector<int> &status,
+			  fi_addr_t *fi_addr, uint64_t flags, void *context);
+	bool sockaddr_format() const noexcept;
+
+	Domain &domain_;
+	enum fi_av_type type_;
+	uint32_t addr_format_;
+	size_t addrlen_;
+	uint64_t flags_;
+	size_t capacity_hint_;
+	Lock lock_;
+	std::deque<Entry> entries_;
+	std::vector<size_t> free_slots_;
+	std::unordered_map<std::string, fi_addr_t> index_;
+	EventQueue *eq_ = nullptr;
+};
+
+} // namespace util
+
+#endif

@@ -1,0 +1,117 @@
+// util::CompletionQueue: fi_cq_* for every provider.
+//
+// Completions live in a fixed ring sized at open (attr->size, default kDefaultSize) in
+// arrival order; error completions take their place in the same order, so fi_cq_read
+// returns the entries before an error and then -FI_EAVAIL, as the man page describes
+// ("the topmost completion is an error").
+//
+// Overrun policy: a completion is never dropped. When the ring is full, further entries go
+// to an overflow list (allocated, so only when exhausted), a warning is logged once, and
+// overruns() counts them. Providers that want to avoid that check space() before taking on
+// work whose completion they could not hold back.
+//
+// Providers write completions with write()/write_error() (usually through the
+// util::Endpoint helpers) with the domain lock held. Reads progress the domain first
+// (manual progress), then copy entries in the CQ's format.
+#ifndef OFI_PROV_UTIL_COMPLETION_QUEUE_H
+#define OFI_PROV_UTIL_COMPLETION_QUEUE_H
+
+#include "prov/util/domain.h"
+#include "prov/util/fid_object.h"
+#include "prov/util/lock.h"
+#include "prov/util/ops_tables.h"
+#include "prov/util/ring.h"
+#include "prov/util/waitable.h"
+
+#include <rdma/fi_eq.h>
+
+#include <deque>
+#include <memory>
+#include <vector>
+
+namespace util {
+
+class CompletionQueue : public FidStorage<fid_cq>, public FidObject, public Waitable {
+public:
+	static constexpr size_t kDefaultSize = 1024;
+
+	// Throws util::Error(-FI_EINVAL/-FI_ENOSYS/...) for unsupported attributes.
+	CompletionQueue(Domain &domain, const struct fi_cq_attr *attr, void *context);
+	~CompletionQueue() override;
+
+	struct fid_cq *cq_fid() noexcept { return &embedded_fid.pub; }
+	Domain &domain() noexcept { return domain_; }
+	enum fi_cq_format format() const noexcept { return format_; }
+	enum fi_wait_obj wait_obj() const noexcept { return wait_obj_; }
+
+	// ---- provider side ----
+	// Queue a successful completion. 'src_addr' is what fi_cq_readfrom reports.
+	void write(void *context, uint64_t flags, size_t len = 0, void *buf = nullptr,
+		   uint64_t data = 0, uint64_t tag = 0, fi_addr_t src_addr = FI_ADDR_NOTAVAIL);
+	// Queue an error completion; err_data (err_data_size bytes) is copied.
+	void write_error(const struct fi_cq_err_entry &error,
+			 fi_addr_t src_addr = FI_ADDR_NOTAVAIL);
+	size_t space();      // free ring slots
+	size_t overruns() const noexcept { return overruns_; }
+
+	// ---- fi_ops_cq ----
+	ssize_t read(void *buf, size_t count);
+	ssize_t readfrom(void *buf, size_t count, fi_addr_t *src_addr);
+	ssize_t readerr(struct fi_cq_err_entry *buf, uint64_t flags);
+	ssize_t sread(void *buf, size_t count, const void *cond, int timeout);
+	ssize_t sreadfrom(void *buf, size_t count, fi_addr_t *src_addr, const void *cond,
+			  int timeout);
+	int signal();
+	const char *strerror(int prov_errno, const void *err_data, char *buf, size_t len);
+
+	// ---- fi_ops ----
+	int control(int command, void *arg);  // FI_GETWAIT, FI_GETWAITOBJ
+	int close() override;
+
+	// ---- Waitable ----
+	void run_progress() override;
+	bool has_events() override;
+
+private:
+	struct Record {
+		void *op_context = nullptr;
+		uint64_t flags = 0;
+		size_t len = 0;
+		void *buf = nullptr;
+		uint64_t data = 0;
+		uint64_t tag = 0;
+		fi_addr_t src_addr = FI_ADDR_NOTAVAIL;
+		// Set for error completions; owns a copy of err_data.
+		struct ErrorDetail {
+			struct fi_cq_err_entry entry;
+			std::vector<uint8_t> err_data;
+		};
+		std::unique_ptr<ErrorDetail> error;
+	};
+
+	void push(Record &&record);
+	bool empty_locked() const noexcept { return ring_.empty() && overflow_.empty(); }
+	Record &front_locked() noexcept { return ring_.empty() ? overflow_.front() : ring_.front(); }
+	void pop_locked() noexcept;
+	void refill_from_overflow() noexcept;
+	ssize_t read_locked(void *buf, size_t count, fi_addr_t *src_addr);
+	void copy_out(const Record &record, void *slot) const noexcept;
+	ssize_t blocking_read(void *buf, size_t count, fi_addr_t *src_addr, const void *cond,
+			      int timeout);
+
+	Domain &domain_;
+	enum fi_cq_format format_;
+	enum fi_wait_obj wait_obj_;
+	size_t entry_size_;
+	Lock lock_;
+	Ring<Record> ring_;
+	std::deque<Record> overflow_;
+	size_t overruns_ = 0;
+	// Holds the err_data handed out by the last fi_cq_readerr (valid until the next read).
+	std::vector<uint8_t> last_err_data_;
+	struct fid_wait *wait_set_ = nullptr;
+};
+
+} // namespace util
+
+#endif

@@ -1,0 +1,123 @@
+// util::Endpoint: base of a provider's active endpoint (fid_ep).
+//
+// Handles fi_ep_bind (CQs with FI_TRANSMIT/FI_RECV/FI_SELECTIVE_COMPLETION, counters with
+// FI_SEND/FI_RECV/FI_READ/FI_WRITE/FI_REMOTE_READ/FI_REMOTE_WRITE, EQ, AV), fi_control
+// (FI_ENABLE, FI_GETOPSFLAG/FI_SETOPSFLAG), fi_getopt/fi_setopt for the generic options,
+// reference counting of everything bound, and the completion helpers below that apply the
+// selective-completion rule and bump the right counters. The provider's derived class adds
+// the data-transfer and CM members it supports (send/recv/..., tsend/..., read/write/...,
+// getname/connect/...) and calls install_ops<Self>() in its constructor; everything it does
+// not define returns -FI_ENOSYS.
+#ifndef OFI_PROV_UTIL_ENDPOINT_H
+#define OFI_PROV_UTIL_ENDPOINT_H
+
+#include "prov/util/domain.h"
+#include "prov/util/fid_object.h"
+#include "prov/util/ops_tables.h"
+
+#include <rdma/fi_endpoint.h>
+
+namespace util {
+
+class AddressVector;
+class CompletionQueue;
+class Counter;
+class EventQueue;
+
+class Endpoint : public FidStorage<fid_ep>, public FidObject {
+public:
+	enum CounterSlot { kSendCntr, kRecvCntr, kReadCntr, kWriteCntr, kRemoteReadCntr,
+			   kRemoteWriteCntr, kCounterSlots };
+
+	// Copies 'info' (may be NULL: defaults). Holds a reference on the domain.
+	Endpoint(Domain &domain, const struct fi_info *info, void *context,
+		 size_t fclass = FI_CLASS_EP);
+	~Endpoint() override;
+
+	struct fid_ep *ep_fid() noexcept { return &embedded_fid.pub; }
+	Domain &domain() noexcept { return domain_; }
+	const struct fi_info *info() const noexcept { return info_; }
+	bool enabled() const noexcept { return enabled_; }
+
+	CompletionQueue *tx_cq() const noexcept { return tx_cq_; }
+	CompletionQueue *rx_cq() const noexcept { return rx_cq_; }
+	Counter *counter(CounterSlot slot) const noexcept { return counters_[slot]; }
+	EventQueue *eq() const noexcept { return eq_; }
+	AddressVector *av() const noexcept { return av_; }
+	uint64_t tx_op_flags() const noexcept { return tx_op_flags_; }
+	uint64_t rx_op_flags() const noexcept { return rx_op_flags_; }
+	size_t min_multi_recv() const noexcept { return min_multi_recv_; }
+
+	// ---- completion helpers (call with the domain lock held) ----
+	// 'op_flags' are the flags of the operation (tx/rx_op_flags() or fi_*msg flags): with
+	// FI_SELECTIVE_COMPLETION bound, only operations carrying FI_COMPLETION produce a CQ
+	// entry. 'cq_flags' describe the completion (FI_SEND|FI_MSG, FI_RECV|FI_TAGGED,
+	// FI_READ|FI_RMA, ...); FI_SEND/FI_RECV/FI_READ/FI_WRITE also pick the counter.
+	// Errors always produce a CQ error entry and bump the counter's error count.
+	void complete_tx(uint64_t op_flags, void *context, uint64_t cq_flags, size_t len = 0,
+			 uint64_t data = 0, uint64_t tag = 0);
+	void complete_rx(uint64_t op_flags, void *context, uint64_t cq_flags, size_t len,
+			 void *buf, uint64_t data = 0, uint64_t tag = 0,
+			 fi_addr_t src_addr = FI_ADDR_NOTAVAIL);
+	void fail_tx(void *context, uint64_t cq_flags, int err, int prov_errno = 0,
+		     size_t len = 0, uint64_t data = 0, uint64_t tag = 0);
+	// 'olen' = bytes that did not fit (truncation).
+	void fail_rx(void *context, uint64_t cq_flags, int err, int prov_errno, size_t len,
+		     void *buf, size_t olen = 0, uint64_t data = 0, uint64_t tag = 0,
+		     fi_addr_t src_addr = FI_ADDR_NOTAVAIL);
+	// Target side of RMA: FI_REMOTE_READ / FI_REMOTE_WRITE counters.
+	void count_remote(uint64_t cq_flags);
+
+	// Called on FI_ENABLE after the generic checks; providers override to start the
+	// endpoint (the default just marks it enabled).
+	virtual int enable();
+
+	// ---- fi_ops ----
+	int bind(struct fid *bfid, uint64_t flags);
+	int control(int command, void *arg);
+	int close() override;
+
+	// ---- fi_ops_ep ----
+	int getopt(int level, int optname, void *optval, size_t *optlen);
+	int setopt(int level, int optname, const void *optval, size_t optlen);
+
+protected:
+	template <class Self>
+	void install_ops() noexcept
+	{
+		fid_ep &pub = embedded_fid.pub;
+		pub.fid.ops = ops_ptr<Self, make_fi_ops<Self>>();
+		pub.ops = ops_ptr<Self, make_ep_ops<Self>>();
+		pub.cm = ops_ptr<Self, make_cm_ops<Self>>();
+		pub.msg = ops_ptr<Self, make_msg_ops<Self>>();
+		pub.rma = ops_ptr<Self, make_rma_ops<Self>>();
+		pub.tagged = ops_ptr<Self, make_tagged_ops<Self>>();
+		pub.atomic = ops_ptr<Self, make_atomic_ops<Self>>();
+		pub.collective = ops_ptr<Self, make_collective_ops<Self>>();
+	}
+
+	// Releases every binding (CQs, counters, EQ, AV). Called by close().
+	void unbind_all() noexcept;
+
+private:
+	int bind_cq(CompletionQueue *cq, uint64_t flags);
+	int bind_counter(Counter *cntr, uint64_t flags);
+
+	Domain &domain_;
+	struct fi_info *info_;
+	bool enabled_ = false;
+	CompletionQueue *tx_cq_ = nullptr;
+	CompletionQueue *rx_cq_ = nullptr;
+	bool tx_selective_ = false;
+	bool rx_selective_ = false;
+	Counter *counters_[kCounterSlots] = {};
+	EventQueue *eq_ = nullptr;
+	AddressVector *av_ = nullptr;
+	uint64_t tx_op_flags_ = 0;
+	uint64_t rx_op_flags_ = 0;
+	size_t min_multi_recv_ = 0;
+};
+
+} // namespace util
+
+#endif

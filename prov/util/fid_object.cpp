@@ -1,0 +1,33 @@
+#include "prov/util/fid_object.h"
+
+namespace util {
+
+FidHeader *fid_header(const struct fid *fid) noexcept
+{
+	if (!fid)
+		return nullptr;
+	auto *header = reinterpret_cast<FidHeader *>(
+		reinterpret_cast<uintptr_t>(fid) - kFidHeaderDistance);
+	if (header->magic != kFidMagic || !header->owner)
+		return nullptr;
+	return header;
+}
+
+FidObject::~FidObject()
+{
+	// Poison the header so a dangling fid used after fi_close is refused.
+	auto *header = reinterpret_cast<FidHeader *>(
+		reinterpret_cast<uintptr_t>(fid_) - kFidHeaderDistance);
+	header->magic = 0;
+	header->owner = nullptr;
+}
+
+int FidObject::close()
+{
+	if (busy())
+		return -FI_EBUSY;
+	delete this;
+	return 0;
+}
+
+} // namespace util

@@ -1,0 +1,43 @@
+// util::MemoryRegion: the fid_mr returned by util::Domain's fi_mr_reg*. It records the
+// region in the domain's MrMap for its lifetime; mem_desc points at the object (providers
+// use desc_region() to turn a desc back into the region). One iovec per region
+// (domain_attr->mr_iov_limit = 1).
+#ifndef OFI_PROV_UTIL_MEMORY_REGION_H
+#define OFI_PROV_UTIL_MEMORY_REGION_H
+
+#include "prov/util/domain.h"
+#include "prov/util/fid_object.h"
+#include "prov/util/mr_map.h"
+#include "prov/util/ops_tables.h"
+
+#include <rdma/fi_domain.h>
+
+namespace util {
+
+class MemoryRegion : public FidStorage<fid_mr>, public FidObject {
+public:
+	// Throws util::Error on invalid attributes or key conflicts.
+	MemoryRegion(Domain &domain, const struct fi_mr_attr &attr, uint64_t flags);
+	~MemoryRegion() override;
+
+	struct fid_mr *mr_fid() noexcept { return &embedded_fid.pub; }
+	const MrRegion &region() const noexcept { return region_; }
+	uint64_t key() const noexcept { return region_.key; }
+
+	// The region a local descriptor (fi_mr_desc) refers to, or nullptr.
+	static MemoryRegion *from_desc(void *desc) noexcept;
+
+	// ---- fi_ops ----
+	int control(int command, void *arg);  // FI_ENABLE (no-op)
+	int bind(struct fid *bfid, uint64_t flags);
+	int close() override;
+
+private:
+	Domain &domain_;
+	MrRegion region_;
+	uint64_t magic_;
+};
+
+} // namespace util
+
+#endif

@@ -1,0 +1,60 @@
+// util::MrMap: the registered memory regions of a domain, by key.
+//
+// Keys are provider-assigned (FI_MR_PROV_KEY: a counter) or requested by the application
+// (duplicates give -FI_ENOKEY). lookup() is the RMA target check of DESIGN rule 5: the
+// key must exist, the region must grant the access (FI_REMOTE_READ / FI_REMOTE_WRITE /
+// FI_READ / FI_WRITE ...), and [addr, addr+len) must lie inside the region, computed without
+// overflow. With FI_MR_VIRT_ADDR 'addr' is a virtual address inside the buffer; otherwise
+// it is an offset where the region starts at its registration 'offset'.
+// Thread-safe (own mutex): tcp's progress may look up while the app registers.
+#ifndef OFI_PROV_UTIL_MR_MAP_H
+#define OFI_PROV_UTIL_MR_MAP_H
+
+#include <rdma/fi_domain.h>
+
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+
+namespace util {
+
+struct MrRegion {
+	uint64_t key = 0;
+	uint8_t *base = nullptr;  // start of the registered buffer
+	size_t len = 0;
+	uint64_t access = 0;
+	uint64_t offset = 0;      // fi_mr_attr.offset (non-VIRT_ADDR addressing)
+	void *owner = nullptr;    // the util::MemoryRegion (or provider object)
+};
+
+class MrMap {
+public:
+	explicit MrMap(int mr_mode = 0) : mr_mode_(mr_mode) {}
+
+	int mr_mode() const noexcept { return mr_mode_; }
+	bool provider_keys() const noexcept { return mr_mode_ & FI_MR_PROV_KEY; }
+	bool virtual_addresses() const noexcept { return mr_mode_ & FI_MR_VIRT_ADDR; }
+
+	// Adds a region; region.key is set when keys are provider-assigned, otherwise
+	// 'requested_key' is used. Returns 0, -FI_ENOKEY (key in use) or -FI_EINVAL.
+	int insert(MrRegion &region, uint64_t requested_key);
+	int remove(uint64_t key);
+
+	// RMA target check. On success *target points at the first byte to access.
+	// -FI_EINVAL: unknown key or out of range; -FI_EACCES: access not granted.
+	int lookup(uint64_t key, uint64_t addr, size_t len, uint64_t access,
+		   void **target) const;
+	// Copy of a region's description (false if the key is unknown).
+	bool find(uint64_t key, MrRegion *out) const;
+	size_t size() const;
+
+private:
+	int mr_mode_;
+	mutable std::mutex mutex_;
+	uint64_t next_key_ = 1;
+	std::unordered_map<uint64_t, MrRegion> regions_;
+};
+
+} // namespace util
+
+#endif

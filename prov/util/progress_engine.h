@@ -1,0 +1,92 @@
+// The progress engine of one domain (DESIGN rule 4), also used by the fabric for passive
+// endpoints.
+//
+// Providers register
+//   (a) progress sources: objects whose progress() runs on every pass (e.g. rxm polling its
+//       core CQs, tcp retrying blocked sends), and
+//   (b) file descriptors (sockets, core CQ/EQ wait fds) in an epoll set, each optionally
+//       with a handler that is called when the fd is ready.
+// A pass (progress()) dispatches ready fds (epoll_wait with timeout 0) and then runs every
+// source, all under the engine lock. Blocking readers (fi_cq_sread, fi_eq_sread,
+// fi_cntr_wait, fi_wait) put fd() into their own epoll set: it is readable whenever a
+// registered fd is ready, so they sleep in the kernel instead of spinning.
+// With FI_PROGRESS_AUTO, start_thread() runs the same passes from a thread that blocks in
+// epoll_wait and is stopped through an eventfd.
+//
+// Level-triggered: register EPOLLOUT only while you have something to send, and drain or
+// disarm a readable fd in its handler, otherwise blocked readers wake up in a loop.
+#ifndef OFI_PROV_UTIL_PROGRESS_ENGINE_H
+#define OFI_PROV_UTIL_PROGRESS_ENGINE_H
+
+#include "prov/util/lock.h"
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+namespace util {
+
+// Called on every progress pass.
+class ProgressSource {
+public:
+	virtual ~ProgressSource() = default;
+	virtual void progress() = 0;
+};
+
+// Called when a registered fd is ready; 'events' are EPOLLIN/EPOLLOUT/EPOLLERR/EPOLLHUP bits.
+class FdHandler {
+public:
+	virtual ~FdHandler() = default;
+	virtual void on_fd_ready(int fd, uint32_t events) = 0;
+};
+
+class ProgressEngine {
+public:
+	explicit ProgressEngine(Lock::Kind lock_kind = Lock::Kind::Mutex);
+	~ProgressEngine();
+	ProgressEngine(const ProgressEngine &) = delete;
+	ProgressEngine &operator=(const ProgressEngine &) = delete;
+
+	// The engine's epoll fd (-1 if creation failed; see valid()).
+	int fd() const noexcept { return epoll_fd_; }
+	bool valid() const noexcept { return epoll_fd_ >= 0; }
+	Lock &lock() noexcept { return lock_; }
+
+	// Return 0 or -FI_E*. 'handler' may be nullptr: the fd then only wakes blocked readers
+	// and the progress sources do the work. An fd is registered at most once.
+	int add_fd(int fd, uint32_t events, FdHandler *handler);
+	int modify_fd(int fd, uint32_t events, FdHandler *handler);
+	int remove_fd(int fd);
+
+	int add_source(ProgressSource *source);
+	void remove_source(ProgressSource *source);
+
+	// One pass: dispatch ready fds, then run every source.
+	void progress();
+
+	// Block until a registered fd is ready or timeout_ms passes (-1: forever). Does not
+	// progress. Returns 1 when something is ready, 0 on timeout, -FI_E* on error.
+	int wait(int timeout_ms);
+
+	// FI_PROGRESS_AUTO: a thread running progress whenever an fd becomes ready and at
+	// least every 'interval_ms' (for sources without fds). Stopped by stop_thread() or the
+	// destructor.
+	int start_thread(int interval_ms = 10);
+	void stop_thread();
+	bool thread_running() const noexcept { return thread_.joinable(); }
+
+private:
+	void thread_main(int interval_ms);
+
+	Lock lock_;
+	int epoll_fd_ = -1;
+	int stop_fd_ = -1;  // eventfd that wakes the auto-progress thread for shutdown
+	std::atomic<bool> stopping_{false};
+	std::vector<ProgressSource *> sources_;
+	std::thread thread_;
+};
+
+} // namespace util
+
+#endif

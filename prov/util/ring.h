@@ -1,0 +1,69 @@
+// Fixed-capacity FIFO ring. Storage is allocated once at construction; push/pop never
+// allocate, so it is safe on the data path. Not thread-safe: the owner locks.
+#ifndef OFI_PROV_UTIL_RING_H
+#define OFI_PROV_UTIL_RING_H
+
+#include <cstddef>
+#include <memory>
+#include <utility>
+
+namespace util {
+
+template <class T>
+class Ring {
+public:
+	explicit Ring(std::size_t capacity)
+	    : slots_(std::make_unique<T[]>(capacity ? capacity : 1)), capacity_(capacity ? capacity : 1)
+	{
+	}
+
+	std::size_t capacity() const noexcept { return capacity_; }
+	std::size_t size() const noexcept { return count_; }
+	std::size_t space() const noexcept { return capacity_ - count_; }
+	bool empty() const noexcept { return count_ == 0; }
+	bool full() const noexcept { return count_ == capacity_; }
+
+	// Returns false (and leaves the ring untouched) when full.
+	bool push(T value) noexcept(std::is_nothrow_move_assignable_v<T>)
+	{
+		if (full())
+			return false;
+		slots_[(head_ + count_) % capacity_] = std::move(value);
+		++count_;
+		return true;
+	}
+
+	// Oldest element; only valid when !empty().
+	T &front() noexcept { return slots_[head_]; }
+	const T &front() const noexcept { return slots_[head_]; }
+
+	// The i-th element from the front (i < size()).
+	T &at(std::size_t i) noexcept { return slots_[(head_ + i) % capacity_]; }
+
+	// Drops the oldest element; only valid when !empty().
+	void pop() noexcept
+	{
+		head_ = (head_ + 1) % capacity_;
+		--count_;
+	}
+
+	// Moves the oldest element out; returns false when empty.
+	bool pop(T &out) noexcept(std::is_nothrow_move_assignable_v<T>)
+	{
+		if (empty())
+			return false;
+		out = std::move(front());
+		pop();
+		return true;
+	}
+
+private:
+	std::unique_ptr<T[]> slots_;
+	std::size_t capacity_;
+	std::size_t head_ = 0;
+	std::size_t count_ = 0;
+};
+
+} // namespace util
+
+#endif

@@ -123,6 +123,16 @@ else
 	echo "ABI types identical"
 fi
 
+# Applications that put our include directory on -I see warnings from it; keep it clean.
+# (-Wtype-limits fires on the dump's own signedness probe, not on the headers.)
+if ! $CC -std=c99 -pedantic -Wall -Wextra -Wno-type-limits $quiet -fsyntax-only \
+	"$abi_dir/abi_dump.c" -I"$our_include" 2>"$work/c99.err" || [ -s "$work/c99.err" ]; then
+	cat "$work/c99.err"
+	fail "our headers are not clean C99 (gcc -std=c99 -pedantic -Wall -Wextra)"
+else
+	echo "C99 compile of our headers clean"
+fi
+
 if ! $CXX -std=c++20 -x c++ $quiet -fsyntax-only -Wall -Wextra "$abi_dir/abi_dump.c" \
 	-I"$our_include" 2>"$work/cxx.err" || [ -s "$work/cxx.err" ]; then
 	cat "$work/cxx.err"

@@ -2,7 +2,7 @@
 """Generate the ABI test sources from a reference set of libfabric headers.
 
 The reference is Debian bookworm's libfabric-dev (libfabric 1.17) in /usr/include/rdma.
-Two C files are written next to this script:
+Three C files are written next to this script:
 
   abi_dump.c   prints, one fact per line, sizeof/offsetof/member size of every public
                struct and union field, sizeof of every named enum and typedef, the value of
@@ -13,6 +13,8 @@ Two C files are written next to this script:
   abi_types.c  compile-only: asserts that each field, typedef and function (including the
                static inline wrappers) has exactly the type written in the reference
                headers, so a differently typed member or wrapper fails to build.
+  abi_dispatch.c  calls every static inline wrapper against recording ops tables and
+               prints which member it reached with which arguments (see dispatch_gen.py).
 
 Facts are read with clang's JSON AST dump (structs, enums, typedefs, functions) and with
 `gcc -E -dD` (macros); every candidate macro is probed with the compiler to keep only the

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <vector>
 
 namespace ofi::core {
 namespace {
@@ -28,6 +29,23 @@ struct DepthGuard {
 	DepthGuard() { ++getinfo_depth; }
 	~DepthGuard() { --getinfo_depth; }
 };
+
+// Providers whose getinfo is running on this thread. A utility provider's inner query must
+// not come back to itself (it would layer over itself forever).
+thread_local std::vector<const fi_provider *> active_providers;
+
+struct ActiveGuard {
+	explicit ActiveGuard(const fi_provider *prov) { active_providers.push_back(prov); }
+	~ActiveGuard() { active_providers.pop_back(); }
+};
+
+bool is_active(const fi_provider *prov)
+{
+	for (const fi_provider *active : active_providers)
+		if (active == prov)
+			return true;
+	return false;
+}
 
 // Appends to a singly linked list while keeping order.
 class InfoList {
@@ -65,6 +83,8 @@ bool provider_may_match(const fi_provider *prov, const char *hint_name)
 {
 	if (!hint_name || !*hint_name)
 		return true;
+	if (hint_name[0] == '^')
+		return hint_name_matches(hint_name, prov->name);
 	std::vector<std::string> wanted = split_provider_name(hint_name);
 	for (const std::string &name : wanted)
 		if (name == prov->name)
@@ -118,6 +138,7 @@ int query_provider(fi_provider *prov, uint32_t version, const char *node, const 
 	if (!prov->getinfo)
 		return -FI_ENODATA;
 	fi_info *answer = nullptr;
+	ActiveGuard active(prov);
 	int ret = prov->getinfo(version, node, service, flags, hints, &answer);
 	if (ret) {
 		fi_freeinfo(answer);
@@ -188,7 +209,7 @@ int getinfo(uint32_t version, const char *node, const char *service, uint64_t fl
 			for (fi_provider *prov : providers) {
 				if (is_utility_provider_name(prov->name) != utility_pass)
 					continue;
-				if (!env_filter.allows_provider(prov->name) ||
+				if (is_active(prov) || !env_filter.allows_provider(prov->name) ||
 				    !provider_may_match(prov, hint_prov_name(hints)))
 					continue;
 				query_provider(prov, version, node, service, flags, hints, filter,

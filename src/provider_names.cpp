@@ -60,8 +60,14 @@ std::vector<std::string> split_provider_name(const std::string &name)
 
 bool hint_name_matches(const std::string &hint, const std::string &info_name)
 {
-	std::vector<std::string> wanted = split_provider_name(hint);
 	std::vector<std::string> offered = split_provider_name(info_name);
+	if (!hint.empty() && hint[0] == '^') {
+		for (const std::string &excluded : split(hint.substr(1), ','))
+			if (contains(offered, excluded))
+				return false;
+		return true;
+	}
+	std::vector<std::string> wanted = split_provider_name(hint);
 	if (wanted.empty())
 		return true;
 	if (wanted.size() == 1)

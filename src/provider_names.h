@@ -12,7 +12,9 @@ std::vector<std::string> split_provider_name(const std::string &name);
 
 // hints->fabric_attr->prov_name against an info's provider name. A single name matches any
 // info that has it as a component (so "tcp" also selects "tcp;ofi_rxm" and "ofi_rxm" all
-// its layerings); a layered hint must name the same components in any order.
+// its layerings); a layered hint must name the same components in any order. "^a,b" matches
+// every info that uses neither a nor b (how a utility provider keeps itself out of the core
+// query it makes).
 bool hint_name_matches(const std::string &hint, const std::string &info_name);
 
 // The FI_PROVIDER environment variable: a comma separated list of (possibly layered) names;

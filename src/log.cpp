@@ -84,6 +84,7 @@ struct LogSettings {
 std::mutex settings_lock;
 std::atomic<LogSettings *> settings{nullptr};
 
+
 LogSettings read_settings()
 {
 	LogSettings s;
@@ -109,6 +110,15 @@ LogSettings read_settings()
 	return s;
 }
 
+// Readers may still hold an older settings object, so every one made stays alive (kept here
+// so that it is never a leak); only tests reload the settings.
+LogSettings *make_settings()
+{
+	static auto *all_settings = new std::vector<LogSettings *>;
+	all_settings->push_back(new LogSettings(read_settings()));
+	return all_settings->back();
+}
+
 const LogSettings &current()
 {
 	LogSettings *loaded = settings.load(std::memory_order_acquire);
@@ -116,7 +126,7 @@ const LogSettings &current()
 		std::lock_guard guard(settings_lock);
 		loaded = settings.load(std::memory_order_acquire);
 		if (!loaded) {
-			loaded = new LogSettings(read_settings());
+			loaded = make_settings();
 			settings.store(loaded, std::memory_order_release);
 		}
 	}
@@ -146,8 +156,7 @@ bool enabled(const fi_provider *prov, fi_log_level level, fi_log_subsys subsys)
 void reload_log_settings()
 {
 	std::lock_guard guard(settings_lock);
-	// Settings may be read concurrently, so the old object is leaked rather than freed.
-	settings.store(new LogSettings(read_settings()), std::memory_order_release);
+	settings.store(make_settings(), std::memory_order_release);
 }
 
 } // namespace ofi::core

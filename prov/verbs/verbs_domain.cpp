@@ -1,0 +1,176 @@
+#include "prov/verbs/verbs_domain.h"
+
+#include <cstring>
+
+#include <rdma/rdma_cma.h>
+
+#include "prov/verbs/verbs_cq.h"
+#include "prov/verbs/verbs_endpoint.h"
+#include "prov/verbs/verbs_fabric.h"
+#include "prov/verbs/verbs_mr.h"
+#include "prov/verbs/verbs_provider.h"
+
+namespace verbs {
+namespace {
+
+struct fi_ops *domain_fi_ops()
+{
+	static struct fi_ops ops = [] {
+		struct fi_ops o {};
+		o.size = sizeof(o);
+		o.close = Op<&VerbsDomain::close>::call;
+		VERBS_UNSUPPORTED(o, bind);
+		VERBS_UNSUPPORTED(o, control);
+		VERBS_UNSUPPORTED(o, ops_open);
+		VERBS_UNSUPPORTED(o, tostr);
+		VERBS_UNSUPPORTED(o, ops_set);
+		return o;
+	}();
+	return &ops;
+}
+
+struct fi_ops_domain *domain_ops()
+{
+	static struct fi_ops_domain ops = [] {
+		struct fi_ops_domain o {};
+		o.size = sizeof(o);
+		VERBS_UNSUPPORTED(o, av_open);
+		o.cq_open = Op<&VerbsDomain::cq_open>::call;
+		o.endpoint = Op<&VerbsDomain::endpoint>::call;
+		VERBS_UNSUPPORTED(o, scalable_ep);
+		VERBS_UNSUPPORTED(o, cntr_open);
+		VERBS_UNSUPPORTED(o, poll_open);
+		VERBS_UNSUPPORTED(o, stx_ctx);
+		VERBS_UNSUPPORTED(o, srx_ctx);
+		VERBS_UNSUPPORTED(o, query_atomic);
+		VERBS_UNSUPPORTED(o, query_collective);
+		o.endpoint2 = Op<&VerbsDomain::endpoint2>::call;
+		return o;
+	}();
+	return &ops;
+}
+
+struct fi_ops_mr *mr_ops()
+{
+	static struct fi_ops_mr ops = [] {
+		struct fi_ops_mr o {};
+		o.size = sizeof(o);
+		o.reg = Op<&VerbsDomain::mr_reg>::call;
+		o.regv = Op<&VerbsDomain::mr_regv>::call;
+		o.regattr = Op<&VerbsDomain::mr_regattr>::call;
+		return o;
+	}();
+	return &ops;
+}
+
+} // namespace
+
+int VerbsDomain::open(VerbsFabric *fabric, struct fi_info *info, struct fid_domain **domain,
+		      void *context)
+{
+	if (!info || !domain || !info->domain_attr || !info->domain_attr->name)
+		return -FI_EINVAL;
+	auto *self = new VerbsDomain();
+	self->fabric_ = fabric;
+	self->fid_.init(self, FI_CLASS_DOMAIN, context, domain_fi_ops());
+	self->fid_.pub.ops = domain_ops();
+	self->fid_.pub.mr = mr_ops();
+
+	// The device context must be rdma_cm's own: QPs are created on CM ids, whose
+	// ->verbs is that context, and the PD has to belong to the same one.
+	int count = 0;
+	self->device_list_ = rdma_get_devices(&count);
+	for (int i = 0; self->device_list_ && i < count; i++) {
+		if (std::strcmp(ibv_get_device_name(self->device_list_[i]->device),
+				info->domain_attr->name) == 0)
+			self->context_ = self->device_list_[i];
+	}
+	int ret = 0;
+	if (!self->context_) {
+		VERBS_WARN(FI_LOG_DOMAIN, "no RDMA device named %s\n", info->domain_attr->name);
+		ret = -FI_ENODEV;
+	} else if (ibv_query_device(self->context_, &self->device_attr_) != 0) {
+		ret = -errno;
+	} else if (!(self->pd_ = ibv_alloc_pd(self->context_))) {
+		VERBS_WARN(FI_LOG_DOMAIN, "ibv_alloc_pd failed: %s\n", strerror(errno));
+		ret = -FI_ENOMEM;
+	} else if (!(self->info_ = fi_dupinfo(info))) {
+		ret = -FI_ENOMEM;
+	}
+	if (ret) {
+		delete self;
+		return ret;
+	}
+	fabric->children++;
+	*domain = &self->fid_.pub;
+	return 0;
+}
+
+VerbsDomain::~VerbsDomain()
+{
+	if (pd_)
+		ibv_dealloc_pd(pd_);
+	if (device_list_)
+		rdma_free_devices(device_list_);
+	fi_freeinfo(info_);
+}
+
+uint32_t VerbsDomain::api_version() const
+{
+	return fabric_->api_version();
+}
+
+int VerbsDomain::close()
+{
+	if (children.load() > 0)
+		return -FI_EBUSY;
+	fabric_->children--;
+	fid_.invalidate();
+	delete this;
+	return 0;
+}
+
+int VerbsDomain::cq_open(struct fi_cq_attr *attr, struct fid_cq **cq, void *context)
+{
+	return VerbsCompletionQueue::open(this, attr, cq, context);
+}
+
+int VerbsDomain::endpoint(struct fi_info *info, struct fid_ep **ep, void *context)
+{
+	return VerbsEndpoint::open(this, info, ep, context);
+}
+
+int VerbsDomain::endpoint2(struct fi_info *info, struct fid_ep **ep, uint64_t flags, void *context)
+{
+	if (flags)
+		return -FI_EBADFLAGS;
+	return VerbsEndpoint::open(this, info, ep, context);
+}
+
+int VerbsDomain::mr_reg(const void *buf, size_t len, uint64_t access, uint64_t offset,
+			uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context)
+{
+	struct iovec iov = {const_cast<void *>(buf), len};
+	return mr_regv(&iov, 1, access, offset, requested_key, flags, mr, context);
+}
+
+int VerbsDomain::mr_regv(const struct iovec *iov, size_t count, uint64_t access, uint64_t offset,
+			 uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context)
+{
+	struct fi_mr_attr attr {};
+	attr.mr_iov = iov;
+	attr.iov_count = count;
+	attr.access = access;
+	attr.offset = offset;
+	attr.requested_key = requested_key;
+	attr.context = context;
+	attr.iface = FI_HMEM_SYSTEM;
+	return mr_regattr(&attr, flags, mr);
+}
+
+int VerbsDomain::mr_regattr(const struct fi_mr_attr *attr, uint64_t flags, struct fid_mr **mr)
+{
+	return VerbsMemoryRegion::open(this, attr, flags, mr);
+}
+
+} // namespace verbs

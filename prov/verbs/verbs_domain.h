@@ -1,0 +1,61 @@
+// The domain: one RDMA device (its rdma_cm-owned ibv_context) and a protection domain.
+// Opens completion queues, endpoints and memory registrations.
+#ifndef OFI_PROV_VERBS_DOMAIN_H
+#define OFI_PROV_VERBS_DOMAIN_H
+
+#include <atomic>
+#include <string>
+
+#include <infiniband/verbs.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+
+#include "prov/verbs/verbs_fid.h"
+
+namespace verbs {
+
+class VerbsFabric;
+
+class VerbsDomain {
+public:
+	static constexpr uint32_t kTag = 0x76646f6d; // "vdom"
+	static int open(VerbsFabric *fabric, struct fi_info *info, struct fid_domain **domain,
+			void *context);
+	static VerbsDomain *from_fid(const void *fid) { return Holder::recover(fid); }
+
+	struct ibv_context *context() const { return context_; }
+	struct ibv_pd *pd() const { return pd_; }
+	const struct ibv_device_attr &device_attr() const { return device_attr_; }
+	const struct fi_info *info() const { return info_; }
+	VerbsFabric *fabric() const { return fabric_; }
+	uint32_t api_version() const;
+	struct fid_domain *domain_fid() { return &fid_.pub; }
+	// Endpoints, CQs and MRs opened on this domain: it cannot close under them.
+	std::atomic<int> children{0};
+
+	int close();
+	int cq_open(struct fi_cq_attr *attr, struct fid_cq **cq, void *context);
+	int endpoint(struct fi_info *info, struct fid_ep **ep, void *context);
+	int endpoint2(struct fi_info *info, struct fid_ep **ep, uint64_t flags, void *context);
+	int mr_reg(const void *buf, size_t len, uint64_t access, uint64_t offset,
+		   uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context);
+	int mr_regv(const struct iovec *iov, size_t count, uint64_t access, uint64_t offset,
+		    uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context);
+	int mr_regattr(const struct fi_mr_attr *attr, uint64_t flags, struct fid_mr **mr);
+
+private:
+	using Holder = FidHolder<struct fid_domain, VerbsDomain>;
+	VerbsDomain() = default;
+	~VerbsDomain();
+	Holder fid_;
+	VerbsFabric *fabric_ = nullptr;
+	struct fi_info *info_ = nullptr;
+	struct ibv_context **device_list_ = nullptr; // rdma_get_devices(); owns context_
+	struct ibv_context *context_ = nullptr;
+	struct ibv_pd *pd_ = nullptr;
+	struct ibv_device_attr device_attr_ {};
+};
+
+} // namespace verbs
+
+#endif

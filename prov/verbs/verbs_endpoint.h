@@ -1,0 +1,155 @@
+// An FI_EP_MSG endpoint: one RC queue pair on an rdma_cm id. Lifecycle and binding live
+// in verbs_endpoint.cpp, connection management in verbs_endpoint_cm.cpp, the data
+// operations in verbs_endpoint_msg.cpp and verbs_endpoint_rma.cpp.
+#ifndef OFI_PROV_VERBS_ENDPOINT_H
+#define OFI_PROV_VERBS_ENDPOINT_H
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <infiniband/verbs.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_collective.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/rdma_cma.h>
+
+#include "prov/verbs/verbs_eq.h"
+#include "prov/verbs/verbs_fid.h"
+#include "prov/verbs/verbs_request.h"
+
+namespace verbs {
+
+class VerbsDomain;
+class VerbsCompletionQueue;
+
+class VerbsEndpoint : public CmEventTarget {
+public:
+	static constexpr uint32_t kTag = 0x76657020; // "vep "
+	static int open(VerbsDomain *domain, struct fi_info *info, struct fid_ep **ep,
+			void *context);
+	static VerbsEndpoint *from_fid(const void *fid) { return Holder::recover(fid); }
+
+	// Completions of a closing endpoint are dropped instead of reported.
+	bool closing() const { return closing_.load(); }
+	void release_request(VerbsRequest *request);
+
+	// fi_ops
+	int close();
+	int bind(struct fid *bfid, uint64_t flags);
+	int control(int command, void *arg);
+	// fi_ops_ep
+	int getopt(int level, int optname, void *optval, size_t *optlen);
+	int setopt(int level, int optname, const void *optval, size_t optlen);
+	ssize_t rx_size_left();
+	ssize_t tx_size_left();
+	// fi_ops_cm
+	int setname(void *addr, size_t addrlen);
+	int getname(void *addr, size_t *addrlen);
+	int getpeer(void *addr, size_t *addrlen);
+	int connect(const void *addr, const void *param, size_t paramlen);
+	int accept(const void *param, size_t paramlen);
+	int shutdown(uint64_t flags);
+	void on_cm_event(const struct rdma_cm_event &event, VerbsEventQueue &eq) override;
+	// fi_ops_msg
+	ssize_t recv(void *buf, size_t len, void *desc, fi_addr_t src_addr, void *context);
+	ssize_t recvv(const struct iovec *iov, void **desc, size_t count, fi_addr_t src_addr,
+		      void *context);
+	ssize_t recvmsg(const struct fi_msg *msg, uint64_t flags);
+	ssize_t send(const void *buf, size_t len, void *desc, fi_addr_t dest_addr, void *context);
+	ssize_t sendv(const struct iovec *iov, void **desc, size_t count, fi_addr_t dest_addr,
+		      void *context);
+	ssize_t sendmsg(const struct fi_msg *msg, uint64_t flags);
+	ssize_t inject(const void *buf, size_t len, fi_addr_t dest_addr);
+	ssize_t senddata(const void *buf, size_t len, void *desc, uint64_t data, fi_addr_t dest_addr,
+			 void *context);
+	ssize_t injectdata(const void *buf, size_t len, uint64_t data, fi_addr_t dest_addr);
+	// fi_ops_rma
+	ssize_t read(void *buf, size_t len, void *desc, fi_addr_t src_addr, uint64_t addr,
+		     uint64_t key, void *context);
+	ssize_t readv(const struct iovec *iov, void **desc, size_t count, fi_addr_t src_addr,
+		      uint64_t addr, uint64_t key, void *context);
+	ssize_t readmsg(const struct fi_msg_rma *msg, uint64_t flags);
+	ssize_t write(const void *buf, size_t len, void *desc, fi_addr_t dest_addr, uint64_t addr,
+		      uint64_t key, void *context);
+	ssize_t writev(const struct iovec *iov, void **desc, size_t count, fi_addr_t dest_addr,
+		       uint64_t addr, uint64_t key, void *context);
+	ssize_t writemsg(const struct fi_msg_rma *msg, uint64_t flags);
+	ssize_t inject_write(const void *buf, size_t len, fi_addr_t dest_addr, uint64_t addr,
+			     uint64_t key);
+	ssize_t writedata(const void *buf, size_t len, void *desc, uint64_t data,
+			  fi_addr_t dest_addr, uint64_t addr, uint64_t key, void *context);
+	ssize_t inject_writedata(const void *buf, size_t len, uint64_t data, fi_addr_t dest_addr,
+				 uint64_t addr, uint64_t key);
+
+private:
+	using Holder = FidHolder<struct fid_ep, VerbsEndpoint>;
+	enum class State { Idle, Resolving, Connecting, Accepting, Connected, Shutdown, Failed };
+
+	// One transmit work request, described independently of the API form that asked.
+	struct SendRequest {
+		enum ibv_wr_opcode opcode;
+		const struct iovec *iov;
+		void **desc;
+		size_t count;
+		uint64_t data = 0;          // immediate data for *_WITH_IMM
+		uint64_t remote_addr = 0;
+		uint64_t rkey = 0;
+		void *context = nullptr;
+		uint64_t flags = 0;         // FI_* operation flags
+		uint64_t comp_flags = 0;    // flags of the completion entry
+	};
+
+	VerbsEndpoint(VerbsDomain *domain, size_t tx_size, size_t rx_size);
+	~VerbsEndpoint() override;
+	int enable_locked();
+	int create_qp_locked();
+	void post_pending_recvs_locked();
+	void fail_connection_locked(VerbsEventQueue &eq, int err, int prov_errno,
+				    std::vector<uint8_t> data = {});
+	void on_route_resolved_locked(VerbsEventQueue &eq);
+	void drain_outstanding_requests();
+	ssize_t post_recv(const struct iovec *iov, void **desc, size_t count, void *context,
+			  uint64_t flags);
+	ssize_t post_send(const SendRequest &request);
+	int lkey_for(const struct iovec &iov, void *desc, uint32_t *lkey) const;
+
+	Holder fid_;
+	VerbsDomain *domain_;
+	struct fi_info *info_ = nullptr;
+	VerbsEventQueue *eq_ = nullptr;
+	VerbsCompletionQueue *tx_cq_ = nullptr;
+	VerbsCompletionQueue *rx_cq_ = nullptr;
+	bool tx_selective_ = false;
+	bool rx_selective_ = false;
+	uint64_t tx_op_flags_ = 0;
+	uint64_t rx_op_flags_ = 0;
+	size_t tx_size_;
+	size_t rx_size_;
+	size_t tx_iov_limit_ = 1;
+	size_t rx_iov_limit_ = 1;
+	size_t inject_size_ = 0;
+	size_t max_msg_size_ = 0;
+	uint8_t connreq_responder_resources_ = 0;
+	uint8_t connreq_initiator_depth_ = 0;
+
+	std::mutex lock_;           // CM state, the id, the QP and the pending receives
+	std::atomic<State> state_{State::Idle};
+	std::atomic<bool> closing_{false};
+	bool enabled_ = false;
+	bool shutdown_reported_ = false;
+	struct rdma_cm_id *id_ = nullptr;
+	struct ibv_qp *qp_ = nullptr;
+	std::vector<uint8_t> connect_data_;      // encoded private data for rdma_connect
+	RequestPool tx_pool_;
+	RequestPool rx_pool_;
+	std::vector<VerbsRequest *> pending_recvs_; // posted before the QP existed
+};
+
+} // namespace verbs
+
+#endif

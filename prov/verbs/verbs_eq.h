@@ -1,0 +1,86 @@
+// An event queue on an rdma_cm event channel. CM events are processed when the app reads
+// or waits on the EQ (connection management progresses with the app's EQ calls); only
+// the ones the app must see become entries (FI_CONNREQ, FI_CONNECTED, FI_SHUTDOWN, errors).
+#ifndef OFI_PROV_VERBS_EQ_H
+#define OFI_PROV_VERBS_EQ_H
+
+#include <atomic>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include <rdma/fi_eq.h>
+#include <rdma/rdma_cma.h>
+
+#include "prov/verbs/verbs_fid.h"
+
+namespace verbs {
+
+class VerbsFabric;
+class VerbsEventQueue;
+
+// Whatever a CM id's context points at: a passive endpoint, a pending connection request
+// or an endpoint. The EQ hands it the events of its ids.
+class CmEventTarget {
+public:
+	virtual ~CmEventTarget() = default;
+	// Called with the EQ locked, before the event is acked; must not destroy event->id.
+	virtual void on_cm_event(const struct rdma_cm_event &event, VerbsEventQueue &eq) = 0;
+};
+
+class VerbsEventQueue {
+public:
+	static constexpr uint32_t kTag = 0x76657120; // "veq "
+	static int open(VerbsFabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq,
+			void *context);
+	static VerbsEventQueue *from_fid(const void *fid) { return Holder::recover(fid); }
+
+	struct rdma_event_channel *channel() const { return channel_; }
+	VerbsFabric *fabric() const { return fabric_; }
+	// Endpoints and passive endpoints bound to this EQ: it cannot close under them.
+	std::atomic<int> bound_endpoints{0};
+
+	int close();
+	int control(int command, void *arg);
+	ssize_t read(uint32_t *event, void *buf, size_t len, uint64_t flags);
+	ssize_t readerr(struct fi_eq_err_entry *entry, uint64_t flags);
+	ssize_t write(uint32_t event, const void *buf, size_t len, uint64_t flags);
+	ssize_t sread(uint32_t *event, void *buf, size_t len, int timeout, uint64_t flags);
+	const char *strerror(int prov_errno, const void *err_data, char *buf, size_t len);
+	int trywait();
+
+	// For CM handlers (EQ lock held): queue an fi_eq_cm_entry or an error entry.
+	void push_cm_entry(uint32_t event, struct fid *fid, struct fi_info *info,
+			   const std::vector<uint8_t> &data);
+	void push_error(struct fid *fid, int err, int prov_errno, std::vector<uint8_t> err_data);
+
+private:
+	using Holder = FidHolder<struct fid_eq, VerbsEventQueue>;
+	struct Entry {
+		uint32_t event = 0;
+		bool is_error = false;
+		std::vector<uint8_t> bytes;       // what read() copies out
+		struct fi_eq_err_entry err {};
+		std::vector<uint8_t> err_data;
+		struct fi_info *info = nullptr;   // FI_CONNREQ: owned until read
+	};
+	VerbsEventQueue() = default;
+	~VerbsEventQueue();
+	void process_cm_events_locked();
+	ssize_t read_locked(uint32_t *event, void *buf, size_t len, uint64_t flags);
+	void update_ready_fd_locked();
+
+	Holder fid_;
+	VerbsFabric *fabric_ = nullptr;
+	struct rdma_event_channel *channel_ = nullptr;
+	int ready_fd_ = -1;   // eventfd, readable while entries are queued
+	int wait_fd_ = -1;    // epoll over the channel fd and ready_fd_: the app's wait fd
+	bool ready_signalled_ = false;
+	std::recursive_mutex lock_;
+	std::deque<Entry> entries_;
+	std::vector<uint8_t> last_err_data_; // err_data handed out by readerr
+};
+
+} // namespace verbs
+
+#endif

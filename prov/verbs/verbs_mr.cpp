@@ -1,0 +1,108 @@
+#include "prov/verbs/verbs_mr.h"
+
+#include <cstring>
+
+#include "prov/verbs/verbs_domain.h"
+#include "prov/verbs/verbs_provider.h"
+
+namespace verbs {
+namespace {
+
+constexpr uint64_t kAllAccess = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |
+				FI_REMOTE_WRITE;
+
+struct fi_ops *mr_fi_ops()
+{
+	static struct fi_ops ops = [] {
+		struct fi_ops o {};
+		o.size = sizeof(o);
+		o.close = Op<&VerbsMemoryRegion::close>::call;
+		VERBS_UNSUPPORTED(o, bind);
+		VERBS_UNSUPPORTED(o, control);
+		VERBS_UNSUPPORTED(o, ops_open);
+		VERBS_UNSUPPORTED(o, tostr);
+		VERBS_UNSUPPORTED(o, ops_set);
+		return o;
+	}();
+	return &ops;
+}
+
+} // namespace
+
+int VerbsMemoryRegion::ibv_access_for(uint64_t access)
+{
+	if (access == 0)
+		access = kAllAccess;
+	int ibv = 0;
+	// Data lands in the buffer for receives and for the results of RMA reads.
+	if (access & (FI_RECV | FI_READ))
+		ibv |= IBV_ACCESS_LOCAL_WRITE;
+	if (access & FI_REMOTE_READ)
+		ibv |= IBV_ACCESS_REMOTE_READ;
+	// Verbs requires local write permission alongside remote write.
+	if (access & FI_REMOTE_WRITE)
+		ibv |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+	return ibv;
+}
+
+int VerbsMemoryRegion::open(VerbsDomain *domain, const struct fi_mr_attr *attr, uint64_t flags,
+			    struct fid_mr **mr)
+{
+	if (!attr || !mr)
+		return -FI_EINVAL;
+	if (flags)
+		return -FI_EBADFLAGS;
+	if (attr->access & ~kAllAccess)
+		return -FI_EINVAL;
+	if (attr->iov_count != 1 || !attr->mr_iov)
+		return attr->iov_count > 1 ? -FI_ENOSYS : -FI_EINVAL;
+	if (attr->iface != FI_HMEM_SYSTEM)
+		return -FI_ENOSYS;
+	const struct iovec &iov = attr->mr_iov[0];
+	if (!iov.iov_base && iov.iov_len)
+		return -FI_EINVAL;
+
+	int access = ibv_access_for(attr->access);
+	if (params().use_odp)
+		access |= IBV_ACCESS_ON_DEMAND;
+	struct ibv_mr *ibv = ibv_reg_mr(domain->pd(), iov.iov_base, iov.iov_len, access);
+	if (!ibv) {
+		int err = errno ? errno : ENOMEM;
+		VERBS_WARN(FI_LOG_MR, "ibv_reg_mr(%p, %zu) failed: %s\n", iov.iov_base, iov.iov_len,
+			   strerror(err));
+		return -err;
+	}
+	auto *self = new (std::nothrow) VerbsMemoryRegion();
+	if (!self) {
+		ibv_dereg_mr(ibv);
+		return -FI_ENOMEM;
+	}
+	self->domain_ = domain;
+	self->mr_ = ibv;
+	self->fid_.init(self, FI_CLASS_MR, attr->context, mr_fi_ops());
+	self->fid_.pub.mem_desc = &self->fid_;
+	self->fid_.pub.key = ibv->rkey;
+	domain->children++;
+	*mr = &self->fid_.pub;
+	return 0;
+}
+
+bool VerbsMemoryRegion::covers(const void *addr, size_t len) const
+{
+	auto start = reinterpret_cast<uintptr_t>(mr_->addr);
+	auto want = reinterpret_cast<uintptr_t>(addr);
+	return want >= start && len <= mr_->length && want - start <= mr_->length - len;
+}
+
+int VerbsMemoryRegion::close()
+{
+	int ret = ibv_dereg_mr(mr_);
+	if (ret)
+		return -ret;
+	domain_->children--;
+	fid_.invalidate();
+	delete this;
+	return 0;
+}
+
+} // namespace verbs

@@ -1,0 +1,44 @@
+// A registered memory region: an ibv_mr whose lkey is used locally (the descriptor apps
+// pass as desc) and whose rkey is the key peers use for RMA.
+#ifndef OFI_PROV_VERBS_MR_H
+#define OFI_PROV_VERBS_MR_H
+
+#include <infiniband/verbs.h>
+#include <rdma/fi_domain.h>
+
+#include "prov/verbs/verbs_fid.h"
+
+namespace verbs {
+
+class VerbsDomain;
+
+class VerbsMemoryRegion {
+public:
+	static constexpr uint32_t kTag = 0x766d7267; // "vmrg"
+	static int open(VerbsDomain *domain, const struct fi_mr_attr *attr, uint64_t flags,
+			struct fid_mr **mr);
+	static VerbsMemoryRegion *from_fid(const void *fid) { return Holder::recover(fid); }
+	// desc values handed to data calls are fi_mr_desc() results, i.e. this holder.
+	static VerbsMemoryRegion *from_desc(const void *desc) { return Holder::recover(desc); }
+
+	// The ibv access flags a set of FI_* access bits needs; 0 access means all of them.
+	static int ibv_access_for(uint64_t access);
+
+	uint32_t lkey() const { return mr_->lkey; }
+	VerbsDomain *domain() const { return domain_; }
+	// Whether [addr, addr+len) lies inside the registration.
+	bool covers(const void *addr, size_t len) const;
+
+	int close();
+
+private:
+	using Holder = FidHolder<struct fid_mr, VerbsMemoryRegion>;
+	VerbsMemoryRegion() = default;
+	Holder fid_;
+	VerbsDomain *domain_ = nullptr;
+	struct ibv_mr *mr_ = nullptr;
+};
+
+} // namespace verbs
+
+#endif

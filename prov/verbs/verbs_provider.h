@@ -1,0 +1,43 @@
+// The verbs provider's registration record, its tunables (FI_VERBS_*) and logging shorthands.
+#ifndef OFI_PROV_VERBS_PROVIDER_H
+#define OFI_PROV_VERBS_PROVIDER_H
+
+#include <cerrno>
+#include <cstddef>
+#include <string>
+
+#include <rdma/fabric.h>
+#include <rdma/providers/fi_log.h>
+#include <rdma/providers/fi_prov.h>
+
+namespace verbs {
+
+extern struct fi_provider provider;
+
+inline constexpr uint32_t kProviderVersion = FI_VERSION(1, 0);
+inline constexpr const char *kProviderName = "verbs";
+
+// Values of the FI_VERBS_* environment variables, read once when the provider loads.
+struct Params {
+	std::string device_name;  // only this RDMA device (empty: all)
+	std::string iface;        // only addresses on netdevs whose name starts with this
+	size_t tx_size = 384;
+	size_t rx_size = 384;
+	size_t tx_iov_limit = 4;
+	size_t rx_iov_limit = 4;
+	size_t inline_size = 256; // asked of the device; the QP reports what it grants
+	int gid_idx = 0;
+	int min_rnr_timer = 12;
+	bool use_odp = false;
+};
+const Params &params();
+
+// Largest scatter/gather list a request slot can hold (caps the iov limits above).
+inline constexpr size_t kMaxSge = 8;
+
+} // namespace verbs
+
+#define VERBS_WARN(subsys, ...) FI_WARN(&::verbs::provider, subsys, __VA_ARGS__)
+#define VERBS_INFO(subsys, ...) FI_INFO(&::verbs::provider, subsys, __VA_ARGS__)
+
+#endif

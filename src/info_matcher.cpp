@@ -85,6 +85,26 @@ bool mr_mode_matches(uint32_t version, const fi_info *info, const fi_info *hints
 	return bits_within(required, accepted);
 }
 
+// How much concurrency a threading model lets the application use: lower values demand
+// more from the provider (FI_THREAD_SAFE covers every other model).
+int thread_demand(fi_threading model)
+{
+	switch (model) {
+	case FI_THREAD_SAFE:
+		return 1;
+	case FI_THREAD_FID:
+		return 2;
+	case FI_THREAD_ENDPOINT:
+		return 3;
+	case FI_THREAD_COMPLETION:
+		return 4;
+	case FI_THREAD_DOMAIN:
+		return 5;
+	default:
+		return 6;
+	}
+}
+
 bool progress_matches(fi_progress wanted, fi_progress offered)
 {
 	// An auto-progress provider also serves applications that drive progress themselves.
@@ -101,9 +121,8 @@ bool domain_matches(uint32_t version, const fi_info *info, const fi_info *hints)
 		return false;
 	if (want->name && (!have->name || std::strcmp(want->name, have->name) != 0))
 		return false;
-	// Lower enum values are the more thread-safe levels.
 	if (want->threading != FI_THREAD_UNSPEC && have->threading != FI_THREAD_UNSPEC &&
-	    want->threading < have->threading)
+	    thread_demand(want->threading) < thread_demand(have->threading))
 		return false;
 	if (!progress_matches(want->control_progress, have->control_progress) ||
 	    !progress_matches(want->data_progress, have->data_progress))

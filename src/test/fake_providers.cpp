@@ -10,6 +10,7 @@
 namespace fake {
 
 Observed observed;
+fi_threading threading = FI_THREAD_SAFE;
 
 namespace {
 
@@ -33,7 +34,7 @@ fi_info *make_info(const char *prov_name, fi_ep_type type, uint64_t caps)
 	info->rx_attr->size = 256;
 	info->rx_attr->iov_limit = 4;
 	info->domain_attr->name = strdup("fake0");
-	info->domain_attr->threading = FI_THREAD_SAFE;
+	info->domain_attr->threading = threading;
 	info->domain_attr->control_progress = FI_PROGRESS_AUTO;
 	info->domain_attr->data_progress = FI_PROGRESS_MANUAL;
 	info->domain_attr->resource_mgmt = FI_RM_ENABLED;
@@ -139,6 +140,7 @@ fi_provider second_provider = {FI_VERSION(5, 0), FI_VERSION(1, 17), {}, "other",
 Installed::Installed()
 {
 	observed = Observed{};
+	threading = FI_THREAD_SAFE;
 	unsetenv("FI_PROVIDER");
 	ofi::core::registry_replace_for_test({&core_provider, &second_provider, &util_provider});
 }

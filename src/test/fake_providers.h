@@ -27,6 +27,9 @@ struct Observed {
 };
 extern Observed observed;
 
+// Threading model the fake core provider reports (reset by Installed).
+extern fi_threading threading;
+
 // Installs the fakes as the only registered providers and clears FI_PROVIDER; undone by the
 // destructor.
 struct Installed {

@@ -224,6 +224,29 @@ TEST_F(GetinfoTest, AttributesBeyondProviderLimitsExclude)
 	expect_none("address format");
 }
 
+TEST_F(GetinfoTest, ThreadingModels)
+{
+	// The fakes are FI_THREAD_SAFE, so they serve every model; a provider that needs
+	// domain-level serialization serves only applications that provide it.
+	fake::threading = FI_THREAD_DOMAIN;
+	hints->ep_attr->type = FI_EP_MSG;
+	auto ret_for = [&](fi_threading model) {
+		hints->domain_attr->threading = model;
+		Result r;
+		run(r, hints);
+		return r.ret;
+	};
+	EXPECT_EQ(ret_for(FI_THREAD_DOMAIN), 0);
+	EXPECT_EQ(ret_for(FI_THREAD_UNSPEC), 0);
+	EXPECT_EQ(ret_for(FI_THREAD_COMPLETION), -FI_ENODATA);
+	EXPECT_EQ(ret_for(FI_THREAD_ENDPOINT), -FI_ENODATA);
+	EXPECT_EQ(ret_for(FI_THREAD_SAFE), -FI_ENODATA);
+	fake::threading = FI_THREAD_COMPLETION;
+	EXPECT_EQ(ret_for(FI_THREAD_DOMAIN), 0);
+	EXPECT_EQ(ret_for(FI_THREAD_COMPLETION), 0);
+	EXPECT_EQ(ret_for(FI_THREAD_FID), -FI_ENODATA);
+}
+
 TEST_F(GetinfoTest, ChosenDomainSettingsAreReported)
 {
 	hints->ep_attr->type = FI_EP_MSG;

@@ -1,0 +1,313 @@
+// Connection management: connections are opened at the first send to a peer, accepted when a
+// peer's request arrives, and the rules of rxm_conn_rules.h keep exactly one connection per
+// pair of endpoints. Everything runs from progress (the core EQ is read there).
+#include "prov/rxm/rxm_av.h"
+#include "prov/rxm/rxm_conn_rules.h"
+#include "prov/rxm/rxm_cq.h"
+#include "prov/rxm/rxm_domain.h"
+#include "prov/rxm/rxm_endpoint.h"
+#include "prov/rxm/rxm_provider.h"
+
+#include <rdma/fi_errno.h>
+
+#include <cstring>
+
+namespace rxm {
+
+size_t RxmEndpoint::own_cm_data(uint8_t *out, RejectReason reason) const
+{
+	CmData cm;
+	cm.reject_reason = reason;
+	cm.credits = 0; // the core does its own flow control
+	cm.eager_size = static_cast<uint32_t>(eager_limit_);
+	cm.identity = identity_;
+	return encode_cm_data(cm, out);
+}
+
+RxmConn *RxmEndpoint::new_conn()
+{
+	conns_.push_back(std::make_unique<RxmConn>(this));
+	return conns_.back().get();
+}
+
+RxmConn *RxmEndpoint::conn_for_send(fi_addr_t dest, int *err)
+{
+	std::string name;
+	if (!av_ || !av_->address_of(dest, &name)) {
+		*err = -FI_EINVAL;
+		return nullptr;
+	}
+	auto it = peers_.find(name);
+	if (it != peers_.end() && it->second->state != ConnState::closed)
+		return it->second;
+	RxmConn *conn = new_conn();
+	conn->peer_name = name;
+	int ret = start_connect(conn);
+	if (ret) {
+		RXM_WARN(FI_LOG_EP_CTRL, "connecting to a peer: %s\n", fi_strerror(-ret));
+		close_core(conn);
+		conn->state = ConnState::closed;
+		*err = ret == -FI_EAGAIN ? -FI_EAGAIN : ret;
+		return nullptr;
+	}
+	peers_[name] = conn;
+	return conn;
+}
+
+int RxmEndpoint::setup_core_ep(RxmConn *conn, struct fi_info *info)
+{
+	int ret = fi_endpoint(domain_->core(), info, &conn->core_ep, conn);
+	if (ret)
+		return ret;
+	ret = fi_ep_bind(conn->core_ep, &core_eq_->fid, 0);
+	if (!ret)
+		ret = fi_ep_bind(conn->core_ep, &core_cq_->fid, FI_TRANSMIT | FI_RECV);
+	if (!ret)
+		ret = fi_enable(conn->core_ep);
+	if (ret)
+		return ret;
+	size_t count = params().msg_rx_size;
+	size_t size = kWireHeaderSize + eager_limit_;
+	conn->rx_slab.resize(count * size);
+	conn->rx.resize(count);
+	if (domain_->core_needs_local_mr()) {
+		ret = fi_mr_reg(domain_->core(), conn->rx_slab.data(), conn->rx_slab.size(),
+				FI_RECV, 0, domain_->next_internal_key(), 0, &conn->rx_mr, nullptr);
+		if (ret)
+			return ret;
+	}
+	for (size_t i = 0; i < count; i++) {
+		RxBuffer &b = conn->rx[i];
+		b.core.kind = CoreOpKind::rx_buffer;
+		b.core.owner = nullptr;
+		b.conn = conn;
+		b.data = conn->rx_slab.data() + i * size;
+	}
+	// Receives go up before the connection does, so nothing the peer sends first is lost;
+	// cores that refuse that get them on FI_CONNECTED.
+	void *desc = conn->rx_mr ? fi_mr_desc(conn->rx_mr) : nullptr;
+	conn->rx_posted = true;
+	for (size_t i = 0; i < count; i++) {
+		ssize_t r = fi_recv(conn->core_ep, conn->rx[i].data, size, desc, 0, &conn->rx[i].core);
+		if (r) {
+			if (i != 0)
+				return static_cast<int>(r);
+			conn->rx_posted = false;
+			break;
+		}
+	}
+	return 0;
+}
+
+int RxmEndpoint::start_connect(RxmConn *conn)
+{
+	int ret = setup_core_ep(conn, core_conn_info_);
+	if (ret)
+		return ret;
+	uint8_t cm[kCmMaxSize];
+	size_t len = own_cm_data(cm, RejectReason::none);
+	conn->state = ConnState::connecting;
+	return fi_connect(conn->core_ep, conn->peer_name.data(), cm, len);
+}
+
+void RxmEndpoint::close_core(RxmConn *conn)
+{
+	if (conn->core_ep) {
+		fi_close(&conn->core_ep->fid);
+		conn->core_ep = nullptr;
+	}
+}
+
+// Moves the queued sends of one connection attempt to the connection that replaces it.
+static void move_backlog(RxmConn *from, RxmConn *to)
+{
+	while (TxOp *op = from->backlog.pop_front()) {
+		op->conn = to;
+		to->backlog.push_back(op);
+	}
+}
+
+void RxmEndpoint::handle_connreq(const struct fi_eq_cm_entry *entry, size_t data_len)
+{
+	fi_info *info = entry->info;
+	uint8_t reply[kCmMaxSize];
+	CmData cm;
+	if (!info || decode_cm_data({entry->data, data_len}, &cm)) {
+		RXM_WARN(FI_LOG_EP_CTRL, "connection request without valid rxm data refused\n");
+		if (info) {
+			size_t len = own_cm_data(reply, RejectReason::bad_request);
+			fi_reject(pep_, info->handle, reply, len);
+		}
+		fi_freeinfo(info);
+		return;
+	}
+	std::string name = canonical_address(cm.identity.name, cm.identity.name_len);
+	auto it = peers_.find(name);
+	RxmConn *existing = it != peers_.end() ? it->second : nullptr;
+	PeerConnState state = PeerConnState::none;
+	if (existing && existing->state == ConnState::connecting)
+		state = PeerConnState::connecting;
+	else if (existing &&
+		 (existing->state == ConnState::connected || existing->state == ConnState::accepting))
+		state = PeerConnState::connected;
+	ConnreqAction action = decide_connreq(identity_, cm.identity, state,
+					      existing ? existing->peer_identity.endpoint_id : 0);
+	if (action == ConnreqAction::reject_simultaneous ||
+	    action == ConnreqAction::reject_duplicate) {
+		size_t len = own_cm_data(reply, action == ConnreqAction::reject_simultaneous
+							? RejectReason::simultaneous
+							: RejectReason::duplicate);
+		fi_reject(pep_, info->handle, reply, len);
+		fi_freeinfo(info);
+		return;
+	}
+
+	RxmConn *conn = new_conn();
+	conn->peer_name = name;
+	conn->peer_identity = cm.identity;
+	conn->peer_eager_size = cm.eager_size;
+	switch (action) {
+	case ConnreqAction::accept_self:
+		conn->receive_only = true; // our own request: sends use the connecting half
+		break;
+	case ConnreqAction::accept_replacing:
+		fail_conn(existing, -FI_ECONNRESET); // the old instance of the peer is gone
+		peers_[name] = conn;
+		break;
+	case ConnreqAction::accept_dropping_ours:
+	case ConnreqAction::accept:
+		if (existing && existing->state != ConnState::closed) {
+			// Our own attempt (lost race or waiting for this request) yields its queue.
+			move_backlog(existing, conn);
+			close_core(existing);
+			existing->state = ConnState::closed;
+		}
+		peers_[name] = conn;
+		break;
+	default:
+		break;
+	}
+	int ret = setup_core_ep(conn, info);
+	if (!ret) {
+		size_t len = own_cm_data(reply, RejectReason::none);
+		ret = fi_accept(conn->core_ep, reply, len);
+	}
+	if (ret) {
+		RXM_WARN(FI_LOG_EP_CTRL, "accepting a connection: %s\n", fi_strerror(-ret));
+		size_t len = own_cm_data(reply, RejectReason::bad_request);
+		fi_reject(pep_, info->handle, reply, len);
+		fail_conn(conn, ret);
+	} else {
+		conn->state = ConnState::accepting;
+	}
+	fi_freeinfo(info);
+}
+
+void RxmEndpoint::on_connected(RxmConn *conn)
+{
+	if (conn->state == ConnState::closed)
+		return;
+	conn->state = ConnState::connected;
+	if (!conn->rx_posted) {
+		void *desc = conn->rx_mr ? fi_mr_desc(conn->rx_mr) : nullptr;
+		for (RxBuffer &b : conn->rx)
+			fi_recv(conn->core_ep, b.data, kWireHeaderSize + eager_limit_, desc, 0, &b.core);
+		conn->rx_posted = true;
+	}
+	pump(conn);
+	post_pending_reads();
+}
+
+static RxmConn *conn_of(const std::vector<std::unique_ptr<RxmConn>> &conns, fid_t fid)
+{
+	if (!fid)
+		return nullptr;
+	auto *conn = static_cast<RxmConn *>(fid->context);
+	// Only trust the context after finding it among our live connections.
+	for (const auto &c : conns)
+		if (c.get() == conn)
+			return c->core_ep && &c->core_ep->fid == fid ? conn : nullptr;
+	return nullptr;
+}
+
+void RxmEndpoint::handle_eq_event(uint32_t event, const struct fi_eq_cm_entry *entry, size_t len)
+{
+	if (len < sizeof(fi_eq_cm_entry))
+		return;
+	size_t data_len = len - sizeof(fi_eq_cm_entry);
+	switch (event) {
+	case FI_CONNREQ:
+		handle_connreq(entry, data_len);
+		break;
+	case FI_CONNECTED: {
+		RxmConn *conn = conn_of(conns_, entry->fid);
+		if (!conn)
+			break;
+		CmData cm;
+		if (conn->state == ConnState::connecting &&
+		    decode_cm_data({entry->data, data_len}, &cm) == 0) {
+			conn->peer_identity = cm.identity;
+			conn->peer_eager_size = cm.eager_size;
+		}
+		on_connected(conn);
+		break;
+	}
+	case FI_SHUTDOWN: {
+		RxmConn *conn = conn_of(conns_, entry->fid);
+		if (conn)
+			fail_conn(conn, -FI_ECONNRESET);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+void RxmEndpoint::handle_eq_error(const struct fi_eq_err_entry &err)
+{
+	RxmConn *conn = conn_of(conns_, err.fid);
+	if (!conn) {
+		RXM_WARN(FI_LOG_EP_CTRL, "core EQ error: %s\n", fi_strerror(err.err));
+		return;
+	}
+	CmData cm;
+	if (err.err == FI_ECONNREFUSED && err.err_data && err.err_data_size &&
+	    decode_cm_data({static_cast<const uint8_t *>(err.err_data), err.err_data_size}, &cm) == 0 &&
+	    decide_rejected(cm.reject_reason) == RejectAction::wait_for_peer) {
+		// The peer's own request wins; its connection will carry our queued sends.
+		close_core(conn);
+		if (conn->state == ConnState::connecting)
+			conn->state = ConnState::waiting_for_peer;
+		return;
+	}
+	RXM_WARN(FI_LOG_EP_CTRL, "connection failed: %s\n", fi_strerror(err.err));
+	fail_conn(conn, err.err ? -err.err : -FI_ECONNREFUSED);
+}
+
+void RxmEndpoint::fail_conn(RxmConn *conn, int err)
+{
+	if (conn->state == ConnState::closed)
+		return;
+	conn->state = ConnState::closed;
+	close_core(conn);
+	auto it = peers_.find(conn->peer_name);
+	if (it != peers_.end() && it->second == conn)
+		peers_.erase(it);
+	while (TxOp *op = conn->backlog.pop_front())
+		fail_op(op, err);
+	while (TxOp *op = conn->awaiting.pop_front())
+		fail_op(op, err);
+	if (conn->sar_target) {
+		conn->sar_target->error = err;
+		complete_recv(conn->sar_target);
+		conn->sar_target = nullptr;
+	}
+	if (conn->sar_unexpected) {
+		Matcher::remove_unexpected(&conn->sar_unexpected->match);
+		delete conn->sar_unexpected;
+		conn->sar_unexpected = nullptr;
+	}
+	post_pending_reads(); // reads of this connection finish with an error
+}
+
+} // namespace rxm

@@ -1,0 +1,235 @@
+// RxmCq: completion storage, formats, and progress on read.
+#include "prov/rxm/rxm_cq.h"
+
+#include "prov/rxm/rxm_domain.h"
+#include "prov/rxm/rxm_endpoint.h"
+#include "prov/rxm/rxm_fabric.h"
+#include "prov/util/ops_tables.h"
+
+#include <rdma/fi_errno.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstring>
+#include <new>
+#include <thread>
+
+namespace rxm {
+
+RxmCq::RxmCq(RxmDomain *domain, enum fi_cq_format format, void *context)
+	: FidObject(embedded_fid, FI_CLASS_CQ, context), domain_(domain), format_(format)
+{
+	embedded_fid.pub.fid.ops = util::ops_ptr<RxmCq, util::make_fi_ops<RxmCq>>();
+	embedded_fid.pub.ops = util::ops_ptr<RxmCq, util::make_cq_ops<RxmCq>>();
+	domain_->ref();
+}
+
+int RxmCq::open(RxmDomain *domain, struct fi_cq_attr *attr, struct fid_cq **cq, void *context)
+{
+	if (!attr || !cq)
+		return -FI_EINVAL;
+	enum fi_cq_format format = attr->format;
+	if (format == FI_CQ_FORMAT_UNSPEC)
+		format = FI_CQ_FORMAT_CONTEXT;
+	if (format > FI_CQ_FORMAT_TAGGED)
+		return -FI_ENOSYS;
+	// Blocking reads poll progress; there is no wait object to hand out.
+	if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
+		return -FI_ENOSYS;
+	if (attr->wait_cond != FI_CQ_COND_NONE && attr->wait_cond != FI_CQ_COND_THRESHOLD)
+		return -FI_EINVAL;
+	RxmCq *c = new (std::nothrow) RxmCq(domain, format, context);
+	if (!c)
+		return -FI_ENOMEM;
+	*cq = c->pub();
+	return 0;
+}
+
+int RxmCq::close()
+{
+	if (busy())
+		return -FI_EBUSY;
+	domain_->unref();
+	return FidObject::close();
+}
+
+void RxmCq::attach(RxmEndpoint *ep)
+{
+	std::lock_guard guard(eps_lock_);
+	eps_.push_back(ep);
+	ref();
+}
+
+void RxmCq::detach(RxmEndpoint *ep)
+{
+	std::lock_guard guard(eps_lock_);
+	auto it = std::find(eps_.begin(), eps_.end(), ep);
+	if (it != eps_.end()) {
+		eps_.erase(it);
+		unref();
+	}
+}
+
+void RxmCq::progress()
+{
+	// Copy so that an endpoint may detach itself while progressing (closing a connection).
+	RxmEndpoint *eps[8];
+	std::vector<RxmEndpoint *> many;
+	size_t n;
+	{
+		std::lock_guard guard(eps_lock_);
+		n = eps_.size();
+		if (n <= 8)
+			std::copy(eps_.begin(), eps_.end(), eps);
+		else
+			many = eps_;
+	}
+	if (n <= 8) {
+		for (size_t i = 0; i < n; i++)
+			eps[i]->progress();
+	} else {
+		for (RxmEndpoint *ep : many)
+			ep->progress();
+	}
+}
+
+void RxmCq::write(void *context, uint64_t flags, size_t len, void *buf, uint64_t data,
+		  uint64_t tag, fi_addr_t source)
+{
+	std::lock_guard guard(lock_);
+	entries_.push_back({{context, flags, len, buf, data, tag}, source});
+}
+
+void RxmCq::write_error(void *context, uint64_t flags, int err, size_t len, size_t olen,
+			uint64_t data, uint64_t tag, int prov_errno)
+{
+	fi_cq_err_entry e{};
+	e.op_context = context;
+	e.flags = flags;
+	e.len = len;
+	e.data = data;
+	e.tag = tag;
+	e.olen = olen;
+	e.err = err;
+	e.prov_errno = prov_errno;
+	std::lock_guard guard(lock_);
+	errors_.push_back(e);
+}
+
+size_t RxmCq::entry_size() const
+{
+	switch (format_) {
+	case FI_CQ_FORMAT_MSG:
+		return sizeof(fi_cq_msg_entry);
+	case FI_CQ_FORMAT_DATA:
+		return sizeof(fi_cq_data_entry);
+	case FI_CQ_FORMAT_TAGGED:
+		return sizeof(fi_cq_tagged_entry);
+	default:
+		return sizeof(fi_cq_entry);
+	}
+}
+
+ssize_t RxmCq::readfrom(void *buf, size_t count, fi_addr_t *src_addr)
+{
+	if (!buf && count)
+		return -FI_EINVAL;
+	progress();
+	std::lock_guard guard(lock_);
+	if (!errors_.empty())
+		return -FI_EAVAIL;
+	if (entries_.empty())
+		return -FI_EAGAIN;
+	size_t n = std::min(count, entries_.size());
+	size_t size = entry_size();
+	uint8_t *out = static_cast<uint8_t *>(buf);
+	for (size_t i = 0; i < n; i++) {
+		// The formats are prefixes of the tagged entry.
+		memcpy(out + i * size, &entries_.front().e, size);
+		if (src_addr)
+			src_addr[i] = entries_.front().source;
+		entries_.pop_front();
+	}
+	return static_cast<ssize_t>(n);
+}
+
+ssize_t RxmCq::read(void *buf, size_t count) { return readfrom(buf, count, nullptr); }
+
+ssize_t RxmCq::readerr(struct fi_cq_err_entry *buf, uint64_t flags)
+{
+	(void)flags;
+	if (!buf)
+		return -FI_EINVAL;
+	progress();
+	std::lock_guard guard(lock_);
+	if (errors_.empty())
+		return -FI_EAGAIN;
+	fi_cq_err_entry e = errors_.front();
+	errors_.pop_front();
+	uint32_t version = domain_->fabric()->pub()->api_version;
+	if (FI_VERSION_LT(version, FI_VERSION(1, 5))) {
+		// Applications of older APIs know the entry without err_data_size.
+		memcpy(buf, &e, offsetof(fi_cq_err_entry, err_data_size));
+	} else {
+		// err_data/err_data_size are in/out: we carry no provider error data.
+		buf->op_context = e.op_context;
+		buf->flags = e.flags;
+		buf->len = e.len;
+		buf->buf = e.buf;
+		buf->data = e.data;
+		buf->tag = e.tag;
+		buf->olen = e.olen;
+		buf->err = e.err;
+		buf->prov_errno = e.prov_errno;
+		buf->err_data_size = 0;
+	}
+	return 1;
+}
+
+ssize_t RxmCq::sreadfrom(void *buf, size_t count, fi_addr_t *src_addr, const void *cond,
+			 int timeout)
+{
+	size_t threshold = 1;
+	if (cond)
+		threshold = std::max<size_t>(1, std::min(count, *static_cast<const size_t *>(cond)));
+	auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout);
+	for (;;) {
+		if (signaled_.exchange(false))
+			return -FI_EAGAIN;
+		size_t ready;
+		{
+			progress();
+			std::lock_guard guard(lock_);
+			ready = errors_.empty() ? entries_.size() : threshold;
+		}
+		if (ready >= threshold)
+			return readfrom(buf, count, src_addr);
+		if (timeout >= 0 && std::chrono::steady_clock::now() >= deadline)
+			return -FI_EAGAIN;
+		std::this_thread::sleep_for(std::chrono::microseconds(20));
+	}
+}
+
+ssize_t RxmCq::sread(void *buf, size_t count, const void *cond, int timeout)
+{
+	return sreadfrom(buf, count, nullptr, cond, timeout);
+}
+
+int RxmCq::signal()
+{
+	signaled_ = true;
+	return 0;
+}
+
+const char *RxmCq::strerror(int prov_errno, const void *, char *buf, size_t len)
+{
+	const char *text = fi_strerror(prov_errno < 0 ? -prov_errno : prov_errno);
+	if (buf && len) {
+		snprintf(buf, len, "%s", text);
+		return buf;
+	}
+	return text;
+}
+
+} // namespace rxm

@@ -1,0 +1,68 @@
+// RxmCq: rxm's completion queue. Completions are written by the endpoints bound to it; reading
+// it drives their progress (the core CQ and EQ), so an application that only polls its CQ
+// moves data and establishes connections (manual progress).
+#ifndef OFI_PROV_RXM_CQ_H
+#define OFI_PROV_RXM_CQ_H
+
+#include "prov/util/fid_object.h"
+
+#include <rdma/fabric.h>
+#include <rdma/fi_eq.h>
+
+#include <atomic>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+namespace rxm {
+
+class RxmDomain;
+class RxmEndpoint;
+
+class RxmCq : public util::FidStorage<fid_cq>, public util::FidObject {
+public:
+	static int open(RxmDomain *domain, struct fi_cq_attr *attr, struct fid_cq **cq,
+			void *context);
+	int close() override;
+	struct fid_cq *pub() { return &embedded_fid.pub; }
+
+	ssize_t read(void *buf, size_t count);
+	ssize_t readfrom(void *buf, size_t count, fi_addr_t *src_addr);
+	ssize_t readerr(struct fi_cq_err_entry *buf, uint64_t flags);
+	ssize_t sread(void *buf, size_t count, const void *cond, int timeout);
+	ssize_t sreadfrom(void *buf, size_t count, fi_addr_t *src_addr, const void *cond,
+			  int timeout);
+	int signal();
+	const char *strerror(int prov_errno, const void *err_data, char *buf, size_t len);
+
+	// Endpoint side.
+	void attach(RxmEndpoint *ep);
+	void detach(RxmEndpoint *ep);
+	void write(void *context, uint64_t flags, size_t len, void *buf, uint64_t data,
+		   uint64_t tag, fi_addr_t source);
+	void write_error(void *context, uint64_t flags, int err, size_t len, size_t olen,
+			 uint64_t data, uint64_t tag, int prov_errno);
+
+private:
+	RxmCq(RxmDomain *domain, enum fi_cq_format format, void *context);
+	void progress();
+	size_t entry_size() const;
+
+	struct Entry {
+		fi_cq_tagged_entry e;
+		fi_addr_t source;
+	};
+
+	RxmDomain *domain_;
+	enum fi_cq_format format_;
+	std::mutex lock_;
+	std::deque<Entry> entries_;
+	std::deque<fi_cq_err_entry> errors_;
+	std::mutex eps_lock_;
+	std::vector<RxmEndpoint *> eps_;
+	std::atomic<bool> signaled_{false};
+};
+
+} // namespace rxm
+
+#endif

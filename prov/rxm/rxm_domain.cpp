@@ -1,0 +1,164 @@
+// RxmDomain and RxmMr.
+#include "prov/rxm/rxm_domain.h"
+
+#include "prov/rxm/rxm_av.h"
+#include "prov/rxm/rxm_cq.h"
+#include "prov/rxm/rxm_endpoint.h"
+#include "prov/rxm/rxm_fabric.h"
+#include "prov/rxm/rxm_info.h"
+#include "prov/rxm/rxm_provider.h"
+#include "prov/util/ops_tables.h"
+
+#include <rdma/fi_errno.h>
+
+#include <new>
+
+namespace rxm {
+
+RxmDomain::RxmDomain(RxmFabric *fabric, struct fid_domain *core, struct fi_info *core_info,
+		     struct fi_info *info, void *context)
+	: FidObject(embedded_fid, FI_CLASS_DOMAIN, context), fabric_(fabric), core_(core),
+	  core_info_(core_info), info_(info), rma_capable_(core_has_rma(core_info))
+{
+	embedded_fid.pub.fid.ops = util::ops_ptr<RxmDomain, util::make_fi_ops<RxmDomain>>();
+	embedded_fid.pub.ops = util::ops_ptr<RxmDomain, util::make_domain_ops<RxmDomain>>();
+	embedded_fid.pub.mr = util::ops_ptr<RxmDomain, util::make_mr_ops<RxmDomain>>();
+	fabric_->ref();
+}
+
+int RxmDomain::open(RxmFabric *fabric, struct fi_info *info, struct fid_domain **domain,
+		    void *context)
+{
+	fi_info *core_info = core_info_for(info);
+	if (!core_info) {
+		RXM_WARN(FI_LOG_DOMAIN, "no core MSG provider for %s\n",
+			 info->fabric_attr ? info->fabric_attr->prov_name : "(null)");
+		return -FI_ENODATA;
+	}
+	fi_info *own = fi_dupinfo(info);
+	if (!own) {
+		fi_freeinfo(core_info);
+		return -FI_ENOMEM;
+	}
+	struct fid_domain *core = nullptr;
+	int ret = fi_domain(fabric->core(), core_info, &core, nullptr);
+	if (ret) {
+		RXM_WARN(FI_LOG_DOMAIN, "core fi_domain: %s\n", fi_strerror(-ret));
+		fi_freeinfo(core_info);
+		fi_freeinfo(own);
+		return ret;
+	}
+	RxmDomain *d = new (std::nothrow) RxmDomain(fabric, core, core_info, own, context);
+	if (!d) {
+		fi_close(&core->fid);
+		fi_freeinfo(core_info);
+		fi_freeinfo(own);
+		return -FI_ENOMEM;
+	}
+	*domain = d->pub();
+	return 0;
+}
+
+int RxmDomain::close()
+{
+	if (busy())
+		return -FI_EBUSY;
+	int ret = fi_close(&core_->fid);
+	if (ret)
+		return ret;
+	fi_freeinfo(core_info_);
+	fi_freeinfo(info_);
+	fabric_->unref();
+	return FidObject::close();
+}
+
+bool RxmDomain::core_needs_local_mr() const
+{
+	int mode = core_info_->domain_attr->mr_mode;
+	return (mode & FI_MR_LOCAL) || mode == FI_MR_BASIC;
+}
+
+bool RxmDomain::core_uses_virt_addr() const
+{
+	int mode = core_info_->domain_attr->mr_mode;
+	return (mode & FI_MR_VIRT_ADDR) || mode == FI_MR_BASIC;
+}
+
+int RxmDomain::av_open(struct fi_av_attr *attr, struct fid_av **av, void *context)
+{
+	return RxmAv::open(this, attr, av, context);
+}
+
+int RxmDomain::cq_open(struct fi_cq_attr *attr, struct fid_cq **cq, void *context)
+{
+	return RxmCq::open(this, attr, cq, context);
+}
+
+int RxmDomain::endpoint(struct fi_info *info, struct fid_ep **ep, void *context)
+{
+	return RxmEndpoint::open(this, info, ep, context);
+}
+
+int RxmDomain::mr_regattr(const struct fi_mr_attr *attr, uint64_t flags, struct fid_mr **mr)
+{
+	if (!attr || !mr)
+		return -FI_EINVAL;
+	struct fid_mr *core = nullptr;
+	int ret = fi_mr_regattr(core_, attr, flags, &core);
+	if (ret)
+		return ret;
+	RxmMr *m = new (std::nothrow) RxmMr(this, core, attr->context);
+	if (!m) {
+		fi_close(&core->fid);
+		return -FI_ENOMEM;
+	}
+	*mr = m->pub();
+	return 0;
+}
+
+int RxmDomain::mr_regv(const struct iovec *iov, size_t count, uint64_t access, uint64_t offset,
+		       uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context)
+{
+	fi_mr_attr attr{};
+	attr.mr_iov = iov;
+	attr.iov_count = count;
+	attr.access = access;
+	attr.offset = offset;
+	attr.requested_key = requested_key;
+	attr.context = context;
+	return mr_regattr(&attr, flags, mr);
+}
+
+int RxmDomain::mr_reg(const void *buf, size_t len, uint64_t access, uint64_t offset,
+		      uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context)
+{
+	iovec iov{const_cast<void *>(buf), len};
+	return mr_regv(&iov, 1, access, offset, requested_key, flags, mr, context);
+}
+
+RxmMr::RxmMr(RxmDomain *domain, struct fid_mr *core, void *context)
+	: FidObject(embedded_fid, FI_CLASS_MR, context), domain_(domain), core_(core)
+{
+	embedded_fid.pub.fid.ops = util::ops_ptr<RxmMr, util::make_fi_ops<RxmMr>>();
+	embedded_fid.pub.mem_desc = &embedded_fid.pub;
+	embedded_fid.pub.key = core->key;
+	domain_->ref();
+}
+
+int RxmMr::close()
+{
+	if (busy())
+		return -FI_EBUSY;
+	int ret = fi_close(&core_->fid);
+	if (ret)
+		return ret;
+	domain_->unref();
+	return FidObject::close();
+}
+
+RxmMr *RxmMr::from_desc(void *desc)
+{
+	return util::fid_cast<RxmMr>(static_cast<struct fid *>(desc), FI_CLASS_MR);
+}
+
+} // namespace rxm

@@ -1,0 +1,77 @@
+// RxmDomain: the application's domain over one core MSG domain. It opens the core domain,
+// registers memory with it (RxmMr) and creates rxm AVs, CQs and endpoints.
+#ifndef OFI_PROV_RXM_DOMAIN_H
+#define OFI_PROV_RXM_DOMAIN_H
+
+#include "prov/util/fid_object.h"
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+
+#include <atomic>
+
+namespace rxm {
+
+class RxmFabric;
+
+class RxmDomain : public util::FidStorage<fid_domain>, public util::FidObject {
+public:
+	static int open(RxmFabric *fabric, struct fi_info *info, struct fid_domain **domain,
+			void *context);
+	int close() override;
+
+	struct fid_domain *pub() { return &embedded_fid.pub; }
+	struct fid_domain *core() const { return core_; }
+	const struct fi_info *core_info() const { return core_info_; }
+	const struct fi_info *info() const { return info_; }
+	RxmFabric *fabric() const { return fabric_; }
+	// Whether rxm must register its own buffers before the core may use them.
+	bool core_needs_local_mr() const;
+	bool core_uses_virt_addr() const;
+	bool rma_capable() const { return rma_capable_; }
+	// Keys for rxm's own registrations when the core lets the user choose keys; the top bit
+	// keeps them apart from application keys.
+	uint64_t next_internal_key() { return (1ULL << 62) | next_key_++; }
+
+	int av_open(struct fi_av_attr *attr, struct fid_av **av, void *context);
+	int cq_open(struct fi_cq_attr *attr, struct fid_cq **cq, void *context);
+	int endpoint(struct fi_info *info, struct fid_ep **ep, void *context);
+	int mr_reg(const void *buf, size_t len, uint64_t access, uint64_t offset,
+		   uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context);
+	int mr_regv(const struct iovec *iov, size_t count, uint64_t access, uint64_t offset,
+		    uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context);
+	int mr_regattr(const struct fi_mr_attr *attr, uint64_t flags, struct fid_mr **mr);
+
+private:
+	RxmDomain(RxmFabric *fabric, struct fid_domain *core, struct fi_info *core_info,
+		  struct fi_info *info, void *context);
+
+	RxmFabric *fabric_;
+	struct fid_domain *core_;
+	struct fi_info *core_info_;
+	struct fi_info *info_;
+	bool rma_capable_;
+	std::atomic<uint64_t> next_key_{1};
+};
+
+// Memory registered through rxm: a core registration the peer's connection can use.
+// fi_mr_desc gives this object's fid_mr, so descriptors handed back are checked.
+class RxmMr : public util::FidStorage<fid_mr>, public util::FidObject {
+public:
+	RxmMr(RxmDomain *domain, struct fid_mr *core, void *context);
+	int close() override;
+	struct fid_mr *pub() { return &embedded_fid.pub; }
+	struct fid_mr *core() const { return core_; }
+	void *core_desc() const { return fi_mr_desc(core_); }
+
+	// Recovers an RxmMr from an application descriptor (nullptr if it is not one).
+	static RxmMr *from_desc(void *desc);
+
+private:
+	RxmDomain *domain_;
+	struct fid_mr *core_;
+};
+
+} // namespace rxm
+
+#endif

@@ -1,0 +1,446 @@
+// RxmEndpoint: creation, binding, enabling (core EQ, CQ and passive endpoint), options, close,
+// and the progress loop that drains the core CQ and EQ.
+#include "prov/rxm/rxm_endpoint.h"
+
+#include "prov/rxm/rxm_av.h"
+#include "prov/rxm/rxm_cq.h"
+#include "prov/rxm/rxm_domain.h"
+#include "prov/rxm/rxm_fabric.h"
+#include "prov/rxm/rxm_provider.h"
+#include "prov/util/ops_tables.h"
+
+#include <rdma/fi_errno.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <random>
+
+namespace rxm {
+
+namespace {
+
+constexpr size_t kCoreCqSize = 8192;
+constexpr size_t kCoreEqSize = 1024;
+constexpr size_t kControlOps = 256; // TxOps beyond tx_size for rndv_done and similar
+
+uint64_t random_endpoint_id()
+{
+	std::random_device rd;
+	uint64_t id = (uint64_t(rd()) << 32) ^ rd();
+	id ^= static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+	return id ? id : 1;
+}
+
+} // namespace
+
+RxmEndpoint::RxmEndpoint(RxmDomain *domain, struct fi_info *info, void *context)
+	: FidObject(embedded_fid, FI_CLASS_EP, context), domain_(domain), info_(info)
+{
+	fid_ep &pub = embedded_fid.pub;
+	pub.fid.ops = util::ops_ptr<RxmEndpoint, util::make_fi_ops<RxmEndpoint>>();
+	pub.ops = util::ops_ptr<RxmEndpoint, util::make_ep_ops<RxmEndpoint>>();
+	pub.cm = util::ops_ptr<RxmEndpoint, util::make_cm_ops<RxmEndpoint>>();
+	pub.msg = util::ops_ptr<RxmEndpoint, util::make_msg_ops<RxmEndpoint>>();
+	pub.tagged = util::ops_ptr<RxmEndpoint, util::make_tagged_ops<RxmEndpoint>>();
+	pub.rma = util::ops_ptr<RxmEndpoint, util::make_rma_ops<RxmEndpoint>>();
+	pub.atomic = util::ops_ptr<RxmEndpoint, util::make_atomic_ops<RxmEndpoint>>();
+	pub.collective = util::ops_ptr<RxmEndpoint, util::make_collective_ops<RxmEndpoint>>();
+	if (info_->tx_attr)
+		tx_op_flags_ = info_->tx_attr->op_flags;
+	if (info_->rx_attr)
+		rx_op_flags_ = info_->rx_attr->op_flags;
+	domain_->ref();
+}
+
+int RxmEndpoint::open(RxmDomain *domain, struct fi_info *info, struct fid_ep **ep, void *context)
+{
+	if (!info || !ep)
+		return -FI_EINVAL;
+	if (info->ep_attr && info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_UNSPEC)
+		return -FI_EINVAL;
+	fi_info *own = fi_dupinfo(info);
+	if (!own)
+		return -FI_ENOMEM;
+	RxmEndpoint *e = new (std::nothrow) RxmEndpoint(domain, own, context);
+	if (!e) {
+		fi_freeinfo(own);
+		return -FI_ENOMEM;
+	}
+	*ep = e->pub();
+	return 0;
+}
+
+int RxmEndpoint::bind(struct fid *bfid, uint64_t flags)
+{
+	std::lock_guard guard(lock_);
+	if (enabled_)
+		return -FI_EOPBADSTATE;
+	if (!bfid)
+		return -FI_EINVAL;
+	switch (bfid->fclass) {
+	case FI_CLASS_AV: {
+		RxmAv *av = util::fid_cast<RxmAv>(bfid, FI_CLASS_AV);
+		if (!av || flags)
+			return av ? -FI_EBADFLAGS : -FI_EINVAL;
+		if (av_)
+			return -FI_EINVAL;
+		av_ = av;
+		av_->ref();
+		return 0;
+	}
+	case FI_CLASS_CQ: {
+		RxmCq *cq = util::fid_cast<RxmCq>(bfid, FI_CLASS_CQ);
+		if (!cq)
+			return -FI_EINVAL;
+		if (flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION))
+			return -FI_EBADFLAGS;
+		if (!(flags & (FI_TRANSMIT | FI_RECV)))
+			return -FI_EBADFLAGS;
+		if (((flags & FI_TRANSMIT) && tx_cq_) || ((flags & FI_RECV) && rx_cq_))
+			return -FI_EINVAL;
+		if (flags & FI_TRANSMIT) {
+			tx_cq_ = cq;
+			tx_selective_ = flags & FI_SELECTIVE_COMPLETION;
+			cq->attach(this);
+		}
+		if (flags & FI_RECV) {
+			rx_cq_ = cq;
+			rx_selective_ = flags & FI_SELECTIVE_COMPLETION;
+			if (cq != tx_cq_ || !(flags & FI_TRANSMIT))
+				cq->attach(this);
+		}
+		return 0;
+	}
+	default:
+		return -FI_ENOSYS; // counters and EQs are not supported on rxm endpoints
+	}
+}
+
+int RxmEndpoint::control(int command, void *arg)
+{
+	switch (command) {
+	case FI_ENABLE: {
+		std::lock_guard guard(lock_);
+		return enable();
+	}
+	case FI_GETOPSFLAG: {
+		if (!arg)
+			return -FI_EINVAL;
+		uint64_t *flags = static_cast<uint64_t *>(arg);
+		*flags = (*flags & FI_TRANSMIT) ? tx_op_flags_ : rx_op_flags_;
+		return 0;
+	}
+	case FI_SETOPSFLAG: {
+		if (!arg)
+			return -FI_EINVAL;
+		uint64_t flags = *static_cast<uint64_t *>(arg);
+		if (flags & FI_TRANSMIT)
+			tx_op_flags_ = flags & ~(FI_TRANSMIT | FI_RECV);
+		else
+			rx_op_flags_ = flags & ~(FI_TRANSMIT | FI_RECV);
+		return 0;
+	}
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+int RxmEndpoint::enable()
+{
+	if (enabled_)
+		return 0;
+	if (!av_)
+		return -FI_ENOAV;
+	const RxmParams &p = params();
+	eager_limit_ = p.buffer_size;
+	sar_limit_ = domain_->rma_capable() ? std::max(p.sar_limit, eager_limit_) : SIZE_MAX;
+	inject_limit_ = info_->tx_attr ? info_->tx_attr->inject_size : eager_limit_;
+	if (inject_limit_ > eager_limit_)
+		inject_limit_ = eager_limit_;
+	core_fabric_ = domain_->fabric()->core();
+
+	fi_eq_attr eq_attr{};
+	eq_attr.size = kCoreEqSize;
+	eq_attr.wait_obj = FI_WAIT_NONE;
+	int ret = fi_eq_open(core_fabric_, &eq_attr, &core_eq_, nullptr);
+	if (ret)
+		goto fail;
+	{
+		fi_cq_attr cq_attr{};
+		cq_attr.size = kCoreCqSize;
+		cq_attr.format = FI_CQ_FORMAT_DATA;
+		cq_attr.wait_obj = FI_WAIT_NONE;
+		ret = fi_cq_open(domain_->core(), &cq_attr, &core_cq_, nullptr);
+		if (ret)
+			goto fail;
+	}
+	ret = fi_passive_ep(core_fabric_, const_cast<fi_info *>(domain_->core_info()), &pep_, nullptr);
+	if (ret)
+		goto fail;
+	ret = fi_pep_bind(pep_, &core_eq_->fid, 0);
+	if (ret)
+		goto fail;
+	ret = fi_listen(pep_);
+	if (ret)
+		goto fail;
+	{
+		uint8_t name[kCmMaxNameLen * 2];
+		size_t len = sizeof(name);
+		ret = fi_getname(&pep_->fid, name, &len);
+		if (ret)
+			goto fail;
+		if (len > kCmMaxNameLen) {
+			ret = -FI_EINVAL;
+			goto fail;
+		}
+		own_name_ = canonical_address(name, len);
+		memcpy(identity_.name, own_name_.data(), len);
+		identity_.name_len = static_cast<uint8_t>(len);
+		identity_.endpoint_id = random_endpoint_id();
+	}
+	core_conn_info_ = fi_dupinfo(domain_->core_info());
+	if (!core_conn_info_) {
+		ret = -FI_ENOMEM;
+		goto fail;
+	}
+	// Active endpoints take an ephemeral source address, not the listener's port.
+	free(core_conn_info_->src_addr);
+	core_conn_info_->src_addr = nullptr;
+	core_conn_info_->src_addrlen = 0;
+
+	{
+		size_t tx_count = std::max<size_t>(64, p.msg_tx_size * 2);
+		size_t buf_size = kWireHeaderSize + eager_limit_;
+		tx_slab_.resize(tx_count * buf_size);
+		tx_buffers_.resize(tx_count);
+		if (domain_->core_needs_local_mr()) {
+			ret = fi_mr_reg(domain_->core(), tx_slab_.data(), tx_slab_.size(),
+					FI_SEND | FI_RECV, 0, 0, 0, &tx_mr_, nullptr);
+			if (ret)
+				goto fail;
+		}
+		for (size_t i = 0; i < tx_count; i++) {
+			TxBuffer &b = tx_buffers_[i];
+			b.core.kind = CoreOpKind::tx_buffer;
+			b.core.owner = nullptr;
+			b.data = tx_slab_.data() + i * buf_size;
+			b.next_free = free_tx_;
+			free_tx_ = &b;
+		}
+		size_t op_count = (info_->tx_attr ? info_->tx_attr->size : p.tx_size) + kControlOps;
+		ops_.resize(op_count);
+		for (size_t i = op_count; i-- > 0;) {
+			ops_[i].index = static_cast<uint32_t>(i);
+			ops_[i].in_use = false;
+			ops_[i].generation = 0;
+			free_ops_.push_back(static_cast<uint32_t>(i));
+		}
+		size_t recv_count = info_->rx_attr ? info_->rx_attr->size : p.rx_size;
+		recvs_.resize(recv_count);
+		for (size_t i = recv_count; i-- > 0;) {
+			recvs_[i].in_use = false;
+			recvs_[i].next_free = free_recvs_;
+			free_recvs_ = &recvs_[i];
+		}
+	}
+	enabled_ = true;
+	return 0;
+fail:
+	RXM_WARN(FI_LOG_EP_CTRL, "enabling endpoint: %s\n", fi_strerror(-ret));
+	shutdown_all();
+	return ret;
+}
+
+void RxmEndpoint::shutdown_all()
+{
+	for (auto &conn : conns_)
+		close_core(conn.get());
+	if (pep_)
+		fi_close(&pep_->fid);
+	pep_ = nullptr;
+	for (auto &conn : conns_)
+		if (conn->rx_mr)
+			fi_close(&conn->rx_mr->fid);
+	conns_.clear();
+	peers_.clear();
+	if (tx_mr_)
+		fi_close(&tx_mr_->fid);
+	tx_mr_ = nullptr;
+	for (TxOp &op : ops_)
+		for (size_t i = 0; i < op.own_mr_count; i++)
+			fi_close(&op.own_mr[i]->fid);
+	for (RecvOp &op : recvs_)
+		for (size_t i = 0; op.in_use && i < op.own_mr_count; i++)
+			fi_close(&op.own_mr[i]->fid);
+	if (core_cq_)
+		fi_close(&core_cq_->fid);
+	core_cq_ = nullptr;
+	if (core_eq_)
+		fi_close(&core_eq_->fid);
+	core_eq_ = nullptr;
+	fi_freeinfo(core_conn_info_);
+	core_conn_info_ = nullptr;
+	matcher_.drain_unexpected([](UnexpectedMsg *m) { delete static_cast<Unexpected *>(m->owner); });
+	enabled_ = false;
+}
+
+int RxmEndpoint::close()
+{
+	if (busy())
+		return -FI_EBUSY;
+	if (tx_cq_)
+		tx_cq_->detach(this);
+	if (rx_cq_ && rx_cq_ != tx_cq_)
+		rx_cq_->detach(this);
+	{
+		std::lock_guard guard(lock_);
+		shutdown_all();
+	}
+	if (av_)
+		av_->unref();
+	fi_freeinfo(info_);
+	domain_->unref();
+	return FidObject::close();
+}
+
+int RxmEndpoint::getname(void *addr, size_t *addrlen)
+{
+	if (!addrlen)
+		return -FI_EINVAL;
+	std::lock_guard guard(lock_);
+	if (!enabled_)
+		return -FI_EOPBADSTATE;
+	size_t room = *addrlen;
+	*addrlen = own_name_.size();
+	if (room < own_name_.size())
+		return -FI_ETOOSMALL;
+	if (!addr)
+		return -FI_EINVAL;
+	memcpy(addr, own_name_.data(), own_name_.size());
+	return 0;
+}
+
+int RxmEndpoint::getopt(int level, int optname, void *optval, size_t *optlen)
+{
+	if (level != FI_OPT_ENDPOINT)
+		return -FI_ENOPROTOOPT;
+	if (!optval || !optlen)
+		return -FI_EINVAL;
+	switch (optname) {
+	case FI_OPT_MIN_MULTI_RECV:
+		if (*optlen < sizeof(size_t))
+			return -FI_ETOOSMALL;
+		*static_cast<size_t *>(optval) = min_multi_recv_;
+		*optlen = sizeof(size_t);
+		return 0;
+	case FI_OPT_CM_DATA_SIZE:
+		if (*optlen < sizeof(size_t))
+			return -FI_ETOOSMALL;
+		*static_cast<size_t *>(optval) = 0;
+		*optlen = sizeof(size_t);
+		return 0;
+	default:
+		return -FI_ENOPROTOOPT;
+	}
+}
+
+int RxmEndpoint::setopt(int level, int optname, const void *optval, size_t optlen)
+{
+	if (level != FI_OPT_ENDPOINT)
+		return -FI_ENOPROTOOPT;
+	if (!optval)
+		return -FI_EINVAL;
+	if (optname == FI_OPT_MIN_MULTI_RECV) {
+		if (optlen != sizeof(size_t))
+			return -FI_EINVAL;
+		std::lock_guard guard(lock_);
+		min_multi_recv_ = *static_cast<const size_t *>(optval);
+		return 0;
+	}
+	return -FI_ENOPROTOOPT;
+}
+
+void RxmEndpoint::progress()
+{
+	std::lock_guard guard(lock_);
+	if (!enabled_)
+		return;
+	fi_cq_data_entry comps[16];
+	for (int round = 0; round < 8; round++) {
+		ssize_t n = fi_cq_read(core_cq_, comps, 16);
+		if (n == -FI_EAVAIL) {
+			fi_cq_err_entry err{};
+			if (fi_cq_readerr(core_cq_, &err, 0) != 1)
+				break;
+			auto *ctx = static_cast<CoreContext *>(err.op_context);
+			int code = err.err ? -err.err : -FI_EIO;
+			if (!ctx)
+				continue;
+			switch (ctx->kind) {
+			case CoreOpKind::rx_buffer: {
+				// Flushed receive of a closing connection: nothing to repost.
+				break;
+			}
+			case CoreOpKind::tx_buffer:
+				on_tx_buffer_done(reinterpret_cast<TxBuffer *>(ctx), code);
+				break;
+			case CoreOpKind::rma:
+				on_rma_done(static_cast<TxOp *>(ctx->owner), code);
+				break;
+			case CoreOpKind::rndv_read:
+				on_rndv_read_done(static_cast<RecvOp *>(ctx->owner), code);
+				break;
+			}
+			continue;
+		}
+		if (n <= 0)
+			break;
+		for (ssize_t i = 0; i < n; i++) {
+			auto *ctx = static_cast<CoreContext *>(comps[i].op_context);
+			if (!ctx)
+				continue;
+			switch (ctx->kind) {
+			case CoreOpKind::rx_buffer:
+				on_rx_buffer(reinterpret_cast<RxBuffer *>(ctx), comps[i].len);
+				break;
+			case CoreOpKind::tx_buffer:
+				on_tx_buffer_done(reinterpret_cast<TxBuffer *>(ctx), 0);
+				break;
+			case CoreOpKind::rma:
+				on_rma_done(static_cast<TxOp *>(ctx->owner), 0);
+				break;
+			case CoreOpKind::rndv_read:
+				on_rndv_read_done(static_cast<RecvOp *>(ctx->owner), 0);
+				break;
+			}
+		}
+		if (n < 16)
+			break;
+	}
+
+	alignas(fi_eq_cm_entry) uint8_t buf[sizeof(fi_eq_cm_entry) + 256];
+	for (int i = 0; i < 16; i++) {
+		uint32_t event = 0;
+		ssize_t n = fi_eq_read(core_eq_, &event, buf, sizeof(buf), 0);
+		if (n == -FI_EAVAIL) {
+			fi_eq_err_entry err{};
+			if (fi_eq_readerr(core_eq_, &err, 0) < 0)
+				break;
+			handle_eq_error(err);
+			continue;
+		}
+		if (n < 0)
+			break;
+		handle_eq_event(event, reinterpret_cast<fi_eq_cm_entry *>(buf), static_cast<size_t>(n));
+	}
+
+	post_pending_reads();
+	std::vector<RxmConn *> work;
+	work.swap(pending_pump_);
+	for (RxmConn *conn : work)
+		pump(conn);
+}
+
+} // namespace rxm

@@ -1,0 +1,195 @@
+// RxmEndpoint: a reliable datagram (FI_EP_RDM) endpoint built from core MSG connections that
+// are opened on demand. See README.md for the protocols.
+#ifndef OFI_PROV_RXM_ENDPOINT_H
+#define OFI_PROV_RXM_ENDPOINT_H
+
+#include "prov/rxm/rxm_cm_data.h"
+#include "prov/rxm/rxm_conn.h"
+#include "prov/rxm/rxm_matcher.h"
+#include "prov/rxm/rxm_ops.h"
+#include "prov/util/fid_object.h"
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace rxm {
+
+class RxmAv;
+class RxmCq;
+class RxmDomain;
+
+class RxmEndpoint : public util::FidStorage<fid_ep>, public util::FidObject {
+public:
+	static int open(RxmDomain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
+	int close() override;
+	struct fid_ep *pub() { return &embedded_fid.pub; }
+
+	// fi_ops / fi_ops_ep / fi_ops_cm
+	int bind(struct fid *bfid, uint64_t flags);
+	int control(int command, void *arg);
+	int getname(void *addr, size_t *addrlen);
+	int getopt(int level, int optname, void *optval, size_t *optlen);
+	int setopt(int level, int optname, const void *optval, size_t optlen);
+	ssize_t cancel(void *context);
+
+	// fi_ops_msg
+	ssize_t recv(void *buf, size_t len, void *desc, fi_addr_t src, void *context);
+	ssize_t recvv(const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
+		      void *context);
+	ssize_t recvmsg(const struct fi_msg *msg, uint64_t flags);
+	ssize_t send(const void *buf, size_t len, void *desc, fi_addr_t dest, void *context);
+	ssize_t sendv(const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
+		      void *context);
+	ssize_t sendmsg(const struct fi_msg *msg, uint64_t flags);
+	ssize_t inject(const void *buf, size_t len, fi_addr_t dest);
+	ssize_t senddata(const void *buf, size_t len, void *desc, uint64_t data, fi_addr_t dest,
+			 void *context);
+	ssize_t injectdata(const void *buf, size_t len, uint64_t data, fi_addr_t dest);
+
+	// fi_ops_tagged
+	ssize_t trecv(void *buf, size_t len, void *desc, fi_addr_t src, uint64_t tag,
+		      uint64_t ignore, void *context);
+	ssize_t trecvv(const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
+		       uint64_t tag, uint64_t ignore, void *context);
+	ssize_t trecvmsg(const struct fi_msg_tagged *msg, uint64_t flags);
+	ssize_t tsend(const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t tag,
+		      void *context);
+	ssize_t tsendv(const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
+		       uint64_t tag, void *context);
+	ssize_t tsendmsg(const struct fi_msg_tagged *msg, uint64_t flags);
+	ssize_t tinject(const void *buf, size_t len, fi_addr_t dest, uint64_t tag);
+	ssize_t tsenddata(const void *buf, size_t len, void *desc, uint64_t data, fi_addr_t dest,
+			  uint64_t tag, void *context);
+	ssize_t tinjectdata(const void *buf, size_t len, uint64_t data, fi_addr_t dest,
+			    uint64_t tag);
+
+	// fi_ops_rma
+	ssize_t read(void *buf, size_t len, void *desc, fi_addr_t src, uint64_t addr, uint64_t key,
+		     void *context);
+	ssize_t readv(const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
+		      uint64_t addr, uint64_t key, void *context);
+	ssize_t readmsg(const struct fi_msg_rma *msg, uint64_t flags);
+	ssize_t write(const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t addr,
+		      uint64_t key, void *context);
+	ssize_t writev(const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
+		       uint64_t addr, uint64_t key, void *context);
+	ssize_t writemsg(const struct fi_msg_rma *msg, uint64_t flags);
+
+	// Drives the core CQ and EQ; called by reads of the bound CQs.
+	void progress();
+
+private:
+	RxmEndpoint(RxmDomain *domain, struct fi_info *info, void *context);
+	int enable();
+	void shutdown_all();
+
+	// Sending (rxm_send.cpp)
+	ssize_t send_common(const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
+			    void *context, uint64_t data, uint64_t tag, uint64_t flags, bool tagged);
+	TxOp *alloc_op();
+	void free_op(TxOp *op);
+	TxBuffer *alloc_tx_buffer();
+	void free_tx_buffer(TxBuffer *buf);
+	bool wants_tx_completion(uint64_t flags) const;
+	void queue_op(RxmConn *conn, TxOp *op);
+	void pump(RxmConn *conn);
+	bool pump_one(RxmConn *conn, TxOp *op);
+	void on_tx_buffer_done(TxBuffer *buf, int err);
+	void on_rma_done(TxOp *op, int err);
+	void maybe_finish(TxOp *op);
+	void finish_op(TxOp *op);
+	void fail_op(TxOp *op, int err);
+	bool send_control(RxmConn *conn, WireOp op, uint64_t msg_id);
+	int translate_desc(const struct iovec *iov, void **app_desc, size_t count, uint64_t access,
+			   TxOp *op);
+
+	// Receiving (rxm_recv.cpp)
+	ssize_t recv_common(const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
+			    uint64_t tag, uint64_t ignore, void *context, uint64_t flags,
+			    bool tagged);
+	RecvOp *alloc_recv();
+	void free_recv(RecvOp *op);
+	void on_rx_buffer(RxBuffer *buf, size_t len);
+	void repost(RxBuffer *buf);
+	void handle_message(RxmConn *conn, const WireHeader &hdr, std::span<const uint8_t> payload);
+	void handle_first(RxmConn *conn, const WireHeader &hdr, std::span<const uint8_t> payload);
+	void handle_sar_segment(RxmConn *conn, const WireHeader &hdr,
+				std::span<const uint8_t> payload);
+	void handle_rndv_done(RxmConn *conn, const WireHeader &hdr);
+	RecvOp *claim_receiver(RecvOp *posted, uint64_t msg_len);
+	void start_message(RecvOp *op, RxmConn *conn, const WireHeader &hdr);
+	void consume_unexpected(RecvOp *op, Unexpected *u);
+	size_t place(RecvOp *op, uint64_t offset, std::span<const uint8_t> bytes);
+	void complete_recv(RecvOp *op);
+	void start_rndv_reads(RecvOp *op);
+	void post_pending_reads();
+	void on_rndv_read_done(RecvOp *op, int err);
+	fi_addr_t source_of(RxmConn *conn);
+	ssize_t peek(const struct fi_msg_tagged *msg, uint64_t flags);
+
+	// Connections (rxm_conn.cpp)
+	RxmConn *conn_for_send(fi_addr_t dest, int *err);
+	RxmConn *new_conn();
+	int setup_core_ep(RxmConn *conn, struct fi_info *info);
+	int start_connect(RxmConn *conn);
+	void handle_eq_event(uint32_t event, const struct fi_eq_cm_entry *entry, size_t len);
+	void handle_eq_error(const struct fi_eq_err_entry &err);
+	void handle_connreq(const struct fi_eq_cm_entry *entry, size_t data_len);
+	void on_connected(RxmConn *conn);
+	void fail_conn(RxmConn *conn, int err);
+	void close_core(RxmConn *conn);
+	size_t own_cm_data(uint8_t *out, RejectReason reason) const;
+
+	RxmDomain *domain_;
+	struct fi_info *info_;
+	std::recursive_mutex lock_;
+	bool enabled_ = false;
+	RxmAv *av_ = nullptr;
+	RxmCq *tx_cq_ = nullptr;
+	RxmCq *rx_cq_ = nullptr;
+	bool tx_selective_ = false;
+	bool rx_selective_ = false;
+	uint64_t tx_op_flags_ = 0;
+	uint64_t rx_op_flags_ = 0;
+	size_t min_multi_recv_ = 64;
+	size_t eager_limit_ = 0;
+	size_t sar_limit_ = 0;
+	size_t inject_limit_ = 0;
+
+	struct fid_fabric *core_fabric_ = nullptr;
+	struct fid_eq *core_eq_ = nullptr;
+	struct fid_cq *core_cq_ = nullptr;
+	struct fid_pep *pep_ = nullptr;
+	struct fi_info *core_conn_info_ = nullptr; // template for active core endpoints
+	EndpointIdentity identity_;
+	std::string own_name_;
+
+	std::vector<uint8_t> tx_slab_;
+	std::vector<TxBuffer> tx_buffers_;
+	TxBuffer *free_tx_ = nullptr;
+	struct fid_mr *tx_mr_ = nullptr;
+	std::vector<TxOp> ops_;
+	std::vector<uint32_t> free_ops_;
+	std::vector<RecvOp> recvs_;
+	RecvOp *free_recvs_ = nullptr;
+	Matcher matcher_;
+	std::unordered_map<std::string, RxmConn *> peers_;
+	std::vector<std::unique_ptr<RxmConn>> conns_; // all connections, freed at close
+	std::deque<RecvOp *> pending_reads_;
+	std::vector<RxmConn *> pending_pump_;
+};
+
+} // namespace rxm
+
+#endif

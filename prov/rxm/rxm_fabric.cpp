@@ -1,0 +1,71 @@
+// RxmFabric: opens the core fabric named by the layered provider name.
+#include "prov/rxm/rxm_fabric.h"
+
+#include "prov/rxm/rxm_domain.h"
+#include "prov/rxm/rxm_info.h"
+#include "prov/rxm/rxm_provider.h"
+#include "prov/util/ops_tables.h"
+
+#include <rdma/fi_errno.h>
+
+#include <new>
+#include <string>
+
+namespace rxm {
+
+RxmFabric::RxmFabric(struct fid_fabric *core, void *context)
+	: FidObject(embedded_fid, FI_CLASS_FABRIC, context), core_(core)
+{
+	embedded_fid.pub.fid.ops = util::ops_ptr<RxmFabric, util::make_fi_ops<RxmFabric>>();
+	embedded_fid.pub.ops = util::ops_ptr<RxmFabric, util::make_fabric_ops<RxmFabric>>();
+	embedded_fid.pub.api_version = core->api_version;
+}
+
+int RxmFabric::close()
+{
+	if (busy())
+		return -FI_EBUSY;
+	fi_close(&core_->fid);
+	return FidObject::close();
+}
+
+int RxmFabric::domain(struct fi_info *info, struct fid_domain **domain, void *context)
+{
+	if (!info || !domain)
+		return -FI_EINVAL;
+	return RxmDomain::open(this, info, domain, context);
+}
+
+int RxmFabric::trywait(struct fid **, int)
+{
+	// Waiting on rxm objects always goes through their own sread, which progresses the core.
+	return -FI_EAGAIN;
+}
+
+int rxm_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context)
+{
+	if (!attr || !fabric)
+		return -FI_EINVAL;
+	std::string core_name;
+	if (!core_name_of(attr->prov_name, &core_name) || core_name.empty())
+		return -FI_ENODATA;
+	fi_fabric_attr core_attr = *attr;
+	core_attr.prov_name = const_cast<char *>(core_name.c_str());
+	core_attr.prov_version = 0;
+	struct fid_fabric *core = nullptr;
+	int ret = fi_fabric(&core_attr, &core, nullptr);
+	if (ret) {
+		RXM_WARN(FI_LOG_FABRIC, "core fabric %s/%s: %s\n", core_name.c_str(),
+			 attr->name ? attr->name : "(any)", fi_strerror(-ret));
+		return ret;
+	}
+	RxmFabric *f = new (std::nothrow) RxmFabric(core, context);
+	if (!f) {
+		fi_close(&core->fid);
+		return -FI_ENOMEM;
+	}
+	*fabric = f->pub();
+	return 0;
+}
+
+} // namespace rxm

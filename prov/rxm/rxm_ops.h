@@ -1,0 +1,142 @@
+// The in-flight objects of an rxm endpoint: buffers handed to the core, application sends and
+// receives, and messages waiting for a receive. Every object the core sees as op_context
+// starts with a CoreContext, whose kind tells the progress loop what completed.
+#ifndef OFI_PROV_RXM_OPS_H
+#define OFI_PROV_RXM_OPS_H
+
+#include "prov/rxm/rxm_list.h"
+#include "prov/rxm/rxm_matcher.h"
+#include "prov/rxm/rxm_multi_recv.h"
+#include "prov/rxm/rxm_wire.h"
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace rxm {
+
+class RxmConn;
+struct TxOp;
+struct RecvOp;
+
+// Internal flag on send paths: fi_inject* never generate a completion.
+constexpr uint64_t kNoCompletionFlag = 1ULL << 63;
+
+enum class CoreOpKind : uint8_t { rx_buffer, tx_buffer, rma, rndv_read };
+
+struct CoreContext {
+	fi_context2 core_reserved; // the core may use this (FI_CONTEXT/FI_CONTEXT2 modes)
+	CoreOpKind kind;
+	void *owner; // the TxOp / RecvOp of rma and rndv_read operations
+};
+
+// A receive buffer posted to one core connection.
+struct RxBuffer {
+	CoreContext core;
+	RxmConn *conn;
+	uint8_t *data;
+};
+
+// A bounce buffer carrying one wire message (header + payload) to the core.
+struct TxBuffer {
+	CoreContext core;
+	TxOp *op;       // owner; nullptr for internal control messages
+	uint8_t *data;
+	size_t len;
+	TxBuffer *next_free;
+};
+
+enum class TxKind : uint8_t {
+	eager,     // one prepared buffer
+	sar,       // segments copied from the application's buffers as the core takes them
+	rndv,      // request sent; completes when the receiver reports rndv_done
+	control,   // internal message (rndv_done, credits), no application completion
+	rma_write, // passthrough to the core connection
+	rma_read,
+};
+
+// One application send/RMA, or an internal control message.
+struct TxOp : ListNode {
+	CoreContext core;   // for rma ops handed directly to the core
+	TxKind kind;
+	bool in_use;
+	bool report;        // write a completion (selective completion / inject decide)
+	bool failed;
+	uint32_t generation; // makes msg_id unique across reuse of this slot
+	uint32_t index;
+	void *context;
+	uint64_t cq_flags;  // FI_SEND|FI_MSG / FI_TAGGED / FI_RMA|FI_WRITE ...
+	RxmConn *conn;
+	WireHeader hdr;     // template for the wire header(s)
+	iovec iov[kRndvMaxSegments];
+	void *desc[kRndvMaxSegments]; // core descriptors
+	size_t iov_count;
+	uint64_t total_len;
+	uint64_t queued_len;   // SAR: bytes already handed to the core
+	uint32_t outstanding;  // core operations not yet completed
+	TxBuffer *prepared;    // eager/control/rndv: the encoded message
+	uint64_t rndv_key[kRndvMaxSegments];
+	fid_mr *own_mr[kRndvMaxSegments]; // registrations rxm made for this op
+	size_t own_mr_count;
+	int error;
+	// RMA
+	uint64_t rma_addr;
+	uint64_t rma_key;
+};
+
+// One application receive (or one slice of a multi-receive buffer).
+struct RecvOp {
+	PostedRecv match;      // matcher linkage; match.owner == this
+	CoreContext core;      // rendezvous reads
+	bool in_use;
+	bool tagged;
+	bool multi;            // a multi-receive buffer (stays posted)
+	RecvOp *multi_parent;  // set on slices
+	MultiRecvBuffer multi_buf;
+	void *context;
+	uint64_t op_flags;
+	iovec iov[kRndvMaxSegments];
+	void *desc[kRndvMaxSegments];
+	size_t iov_count;
+	size_t capacity;
+	// The message being placed.
+	RxmConn *conn;
+	fi_addr_t source;
+	uint64_t tag;
+	uint64_t cq_data;
+	uint16_t wire_flags;
+	uint64_t total_len;
+	uint64_t msg_id;
+	// Rendezvous state.
+	RndvSegment rndv[kRndvMaxSegments];
+	size_t rndv_count;
+	uint64_t rndv_issued;     // bytes for which reads were posted
+	uint32_t reads_outstanding;
+	fid_mr *own_mr[kRndvMaxSegments];
+	size_t own_mr_count;
+	int error;
+	RecvOp *next_free;
+};
+
+// A message that arrived before a matching receive.
+struct Unexpected {
+	UnexpectedMsg match; // match.owner == this
+	WireOp protocol;     // eager, sar_segment or rndv_request
+	RxmConn *conn;
+	uint64_t cq_data;
+	uint16_t wire_flags;
+	uint64_t total_len;
+	uint64_t msg_id;
+	bool complete;       // all bytes buffered (eager, finished SAR)
+	std::vector<uint8_t> data;
+	RndvSegment rndv[kRndvMaxSegments];
+	size_t rndv_count;
+};
+
+} // namespace rxm
+
+#endif

@@ -1,0 +1,98 @@
+// ofi_rxm's struct fi_provider: parameters, getinfo and fabric entry points.
+#include "prov/rxm/rxm_provider.h"
+
+#include "prov/rxm/rxm_fabric.h"
+#include "prov/rxm/rxm_info.h"
+
+#include <rdma/fi_errno.h>
+
+namespace rxm {
+
+namespace {
+
+RxmParams g_params;
+
+void define_params()
+{
+	fi_param_define(&rxm_prov, "buffer_size", FI_PARAM_SIZE_T,
+			"Payload size of rxm's bounce buffers: the eager message limit and the "
+			"segment size of the SAR protocol (default %zu).", g_params.buffer_size);
+	fi_param_define(&rxm_prov, "sar_limit", FI_PARAM_SIZE_T,
+			"Messages up to this size are segmented (SAR); larger ones use the "
+			"rendezvous protocol when the core provider supports RMA (default %zu).",
+			g_params.sar_limit);
+	fi_param_define(&rxm_prov, "tx_size", FI_PARAM_SIZE_T,
+			"Default transmit queue depth of rxm endpoints (default %zu).", g_params.tx_size);
+	fi_param_define(&rxm_prov, "rx_size", FI_PARAM_SIZE_T,
+			"Default receive queue depth of rxm endpoints (default %zu).", g_params.rx_size);
+	fi_param_define(&rxm_prov, "msg_tx_size", FI_PARAM_SIZE_T,
+			"Transmit depth requested for core FI_EP_MSG endpoints (default %zu).",
+			g_params.msg_tx_size);
+	fi_param_define(&rxm_prov, "msg_rx_size", FI_PARAM_SIZE_T,
+			"Receive buffers posted to each core FI_EP_MSG connection (default %zu).",
+			g_params.msg_rx_size);
+	fi_param_define(&rxm_prov, "use_rndv_write", FI_PARAM_BOOL,
+			"Rendezvous by RMA write of the sender instead of RMA read of the receiver "
+			"(default: no).");
+	fi_param_define(&rxm_prov, "data_auto_progress", FI_PARAM_BOOL,
+			"Progress data transfers from a background thread even when the "
+			"application asked for manual progress (default: no).");
+}
+
+void read_size(const char *name, size_t *value, size_t minimum)
+{
+	size_t v;
+	if (fi_param_get_size_t(&rxm_prov, name, &v) == 0) {
+		if (v >= minimum)
+			*value = v;
+		else
+			RXM_WARN(FI_LOG_CORE, "ignoring %s=%zu, below minimum %zu\n", name, v, minimum);
+	}
+}
+
+void read_params()
+{
+	read_size("buffer_size", &g_params.buffer_size, 64);
+	read_size("sar_limit", &g_params.sar_limit, 0);
+	read_size("tx_size", &g_params.tx_size, 16);
+	read_size("rx_size", &g_params.rx_size, 16);
+	read_size("msg_tx_size", &g_params.msg_tx_size, 4);
+	read_size("msg_rx_size", &g_params.msg_rx_size, 4);
+	int b;
+	if (fi_param_get_bool(&rxm_prov, "use_rndv_write", &b) == 0)
+		g_params.use_rndv_write = b != 0;
+	if (fi_param_get_bool(&rxm_prov, "data_auto_progress", &b) == 0)
+		g_params.data_auto_progress = b != 0;
+	// A wire header's payload_len is 32 bits; keep buffers far below that.
+	if (g_params.buffer_size > (1u << 30))
+		g_params.buffer_size = 1u << 30;
+}
+
+void rxm_cleanup() {}
+
+} // namespace
+
+const RxmParams &params() { return g_params; }
+
+struct fi_provider rxm_prov = {
+	kProviderVersion,
+	FI_VERSION(1, 17),
+	{},
+	kProviderName,
+	rxm_getinfo,
+	rxm_fabric_open,
+	rxm_cleanup,
+};
+
+} // namespace rxm
+
+extern "C" struct fi_provider *ofi_rxm_provider_init(void)
+{
+	static bool initialized = false;
+	if (!initialized) {
+		initialized = true;
+		rxm::define_params();
+		rxm::read_params();
+	}
+	return &rxm::rxm_prov;
+}

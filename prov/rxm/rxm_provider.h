@@ -1,0 +1,40 @@
+// The ofi_rxm provider object, its tunables and logging helpers shared by its files.
+#ifndef OFI_PROV_RXM_PROVIDER_H
+#define OFI_PROV_RXM_PROVIDER_H
+
+#include <rdma/fabric.h>
+#include <rdma/providers/fi_log.h>
+#include <rdma/providers/fi_prov.h>
+
+#include <cstddef>
+
+extern "C" struct fi_provider *ofi_rxm_provider_init(void);
+
+namespace rxm {
+
+extern struct fi_provider rxm_prov;
+
+constexpr const char *kProviderName = "ofi_rxm";
+constexpr uint32_t kProviderVersion = FI_VERSION(117, 0);
+
+// FI_OFI_RXM_* parameters, read once at provider init (names as upstream's fi_info -e shows).
+struct RxmParams {
+	size_t buffer_size = 16384;  // bounce buffer payload: eager limit and SAR segment size
+	size_t sar_limit = 131072;   // larger messages use rendezvous when the core has RMA
+	size_t tx_size = 2048;       // rxm tx queue depth reported to applications
+	size_t rx_size = 2048;       // rxm rx queue depth reported to applications
+	size_t msg_tx_size = 128;    // core MSG endpoint tx depth
+	size_t msg_rx_size = 128;    // receive buffers posted per core connection
+	bool use_rndv_write = false; // rendezvous by RMA write instead of read
+	bool data_auto_progress = false;
+};
+
+const RxmParams &params();
+
+} // namespace rxm
+
+#define RXM_WARN(subsys, ...) FI_WARN(&::rxm::rxm_prov, subsys, __VA_ARGS__)
+#define RXM_INFO(subsys, ...) FI_INFO(&::rxm::rxm_prov, subsys, __VA_ARGS__)
+#define RXM_DBG(subsys, ...) FI_DBG(&::rxm::rxm_prov, subsys, __VA_ARGS__)
+
+#endif

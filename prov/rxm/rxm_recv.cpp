@@ -1,0 +1,651 @@
+// Receiving: posting receives (plain, multi-receive, peek/claim/discard), matching incoming
+// messages against them, buffering unexpected messages, reassembling SAR segments and pulling
+// rendezvous data with RMA reads.
+#include "prov/rxm/rxm_av.h"
+#include "prov/rxm/rxm_cq.h"
+#include "prov/rxm/rxm_domain.h"
+#include "prov/rxm/rxm_endpoint.h"
+#include "prov/rxm/rxm_provider.h"
+
+#include <rdma/fi_errno.h>
+
+#include <cstring>
+
+namespace rxm {
+
+namespace {
+
+MatchKind kind_of(bool tagged) { return tagged ? MatchKind::tagged : MatchKind::msg; }
+
+uint64_t recv_cq_flags(const RecvOp *op)
+{
+	uint64_t flags = FI_RECV | (op->tagged ? FI_TAGGED : FI_MSG);
+	if (op->wire_flags & wire_flag::remote_cq_data)
+		flags |= FI_REMOTE_CQ_DATA;
+	return flags;
+}
+
+} // namespace
+
+RecvOp *RxmEndpoint::alloc_recv()
+{
+	RecvOp *op = free_recvs_;
+	if (!op)
+		return nullptr;
+	free_recvs_ = op->next_free;
+	*op = RecvOp{};
+	op->in_use = true;
+	op->match.owner = op;
+	op->core.kind = CoreOpKind::rndv_read;
+	op->core.owner = op;
+	op->source = FI_ADDR_NOTAVAIL;
+	return op;
+}
+
+void RxmEndpoint::free_recv(RecvOp *op)
+{
+	for (size_t i = 0; i < op->own_mr_count; i++)
+		fi_close(&op->own_mr[i]->fid);
+	op->own_mr_count = 0;
+	op->in_use = false;
+	op->next_free = free_recvs_;
+	free_recvs_ = op;
+}
+
+fi_addr_t RxmEndpoint::source_of(RxmConn *conn)
+{
+	if (!av_)
+		return FI_ADDR_NOTAVAIL;
+	uint64_t generation = av_->generation();
+	// Entries may be inserted after the connection came up: unknown sources are looked up
+	// again; removals bump the generation.
+	if (conn->source == FI_ADDR_NOTAVAIL || conn->source_generation != generation) {
+		conn->source = av_->find(conn->peer_name);
+		conn->source_generation = generation;
+	}
+	return conn->source;
+}
+
+size_t RxmEndpoint::place(RecvOp *op, uint64_t offset, std::span<const uint8_t> bytes)
+{
+	size_t copied = 0;
+	uint64_t skip = offset;
+	const uint8_t *src = bytes.data();
+	size_t left = bytes.size();
+	for (size_t i = 0; i < op->iov_count && left; i++) {
+		size_t len = op->iov[i].iov_len;
+		if (skip >= len) {
+			skip -= len;
+			continue;
+		}
+		size_t n = std::min<size_t>(len - skip, left);
+		memcpy(static_cast<uint8_t *>(op->iov[i].iov_base) + skip, src, n);
+		src += n;
+		left -= n;
+		copied += n;
+		skip = 0;
+	}
+	return copied;
+}
+
+void RxmEndpoint::start_message(RecvOp *op, RxmConn *conn, const WireHeader &hdr)
+{
+	op->conn = conn;
+	op->source = source_of(conn);
+	op->tag = hdr.tag;
+	op->cq_data = hdr.cq_data;
+	op->wire_flags = hdr.flags;
+	op->total_len = hdr.total_len;
+	op->msg_id = hdr.msg_id;
+}
+
+// The receive that takes a message: the posted receive itself, or a fresh slice of a
+// multi-receive buffer. nullptr when no slice can be allocated.
+RecvOp *RxmEndpoint::claim_receiver(RecvOp *posted, uint64_t msg_len)
+{
+	if (!posted->multi) {
+		if (posted->match.linked())
+			Matcher::remove_posted(&posted->match);
+		return posted;
+	}
+	RecvOp *slice = alloc_recv();
+	if (!slice)
+		return nullptr;
+	MultiRecvBuffer::Slice s = posted->multi_buf.take(msg_len);
+	slice->iov[0] = {s.data, s.len};
+	slice->desc[0] = posted->desc[0];
+	slice->iov_count = 1;
+	slice->capacity = s.len;
+	slice->multi_parent = posted;
+	slice->context = posted->context;
+	slice->op_flags = posted->op_flags;
+	slice->tagged = posted->tagged;
+	if (posted->multi_buf.retired() && posted->match.linked())
+		Matcher::remove_posted(&posted->match);
+	return slice;
+}
+
+void RxmEndpoint::complete_recv(RecvOp *op)
+{
+	uint64_t flags = recv_cq_flags(op);
+	RecvOp *parent = op->multi_parent;
+	bool release = parent && parent->multi_buf.finish();
+	if (release)
+		flags |= FI_MULTI_RECV;
+	size_t len = std::min<uint64_t>(op->total_len, op->capacity);
+	void *buf = op->iov_count ? op->iov[0].iov_base : nullptr;
+	if (rx_cq_) {
+		if (op->error)
+			rx_cq_->write_error(op->context, flags, -op->error, 0, 0, op->cq_data, op->tag,
+					    op->error);
+		else if (op->total_len > op->capacity)
+			rx_cq_->write_error(op->context, flags, FI_ETRUNC, len,
+					    op->total_len - op->capacity, op->cq_data, op->tag, 0);
+		else if (!rx_selective_ || (op->op_flags & FI_COMPLETION))
+			rx_cq_->write(op->context, flags, len, buf, op->cq_data, op->tag, op->source);
+	}
+	free_recv(op);
+	if (release)
+		free_recv(parent);
+}
+
+ssize_t RxmEndpoint::recv_common(const struct iovec *iov, void **desc, size_t count,
+				 fi_addr_t src, uint64_t tag, uint64_t ignore, void *context,
+				 uint64_t flags, bool tagged)
+{
+	if (count > kRndvMaxSegments || (count && !iov))
+		return -FI_EINVAL;
+	for (size_t i = 0; i < count; i++)
+		if (iov[i].iov_len && !iov[i].iov_base)
+			return -FI_EINVAL;
+	if (!(info_->caps & FI_DIRECTED_RECV))
+		src = FI_ADDR_UNSPEC;
+	bool multi = (flags & FI_MULTI_RECV) != 0;
+	if (multi && (tagged || count != 1))
+		return -FI_EINVAL;
+	std::lock_guard guard(lock_);
+	if (!enabled_)
+		return -FI_EOPBADSTATE;
+	MatchKind kind = kind_of(tagged);
+
+	if (flags & FI_CLAIM) {
+		UnexpectedMsg *m = matcher_.find_claimed(kind, context);
+		if (!m)
+			return -FI_EINVAL; // nothing was reserved by FI_PEEK|FI_CLAIM with this context
+		Unexpected *u = static_cast<Unexpected *>(m->owner);
+		Matcher::remove_unexpected(m);
+		if (flags & FI_DISCARD) {
+			if (u->protocol == WireOp::rndv_request)
+				send_control(u->conn, WireOp::rndv_done, u->msg_id);
+			if (u->conn->sar_unexpected == u)
+				u->conn->sar_unexpected = nullptr;
+			if (rx_cq_)
+				rx_cq_->write(context, FI_RECV | (tagged ? FI_TAGGED : FI_MSG), 0, nullptr,
+					      u->cq_data, u->match.tag, source_of(u->conn));
+			delete u;
+			return 0;
+		}
+		RecvOp *op = alloc_recv();
+		if (!op) {
+			matcher_.add_unexpected(kind, m); // keep the reservation
+			return -FI_EAGAIN;
+		}
+		for (size_t i = 0; i < count; i++) {
+			op->iov[i] = iov[i];
+			op->desc[i] = desc ? desc[i] : nullptr;
+			op->capacity += iov[i].iov_len;
+		}
+		op->iov_count = count;
+		op->context = context;
+		op->op_flags = flags;
+		op->tagged = tagged;
+		consume_unexpected(op, u);
+		return 0;
+	}
+
+	RecvOp *op = alloc_recv();
+	if (!op)
+		return -FI_EAGAIN;
+	for (size_t i = 0; i < count; i++) {
+		op->iov[i] = iov[i];
+		op->desc[i] = desc ? desc[i] : nullptr;
+		op->capacity += iov[i].iov_len;
+	}
+	op->iov_count = count;
+	op->context = context;
+	op->op_flags = flags;
+	op->tagged = tagged;
+	op->match.context = context;
+	op->match.spec = {src, tagged ? tag : 0, tagged ? ignore : ~0ULL};
+	if (multi) {
+		op->multi = true;
+		op->multi_buf = MultiRecvBuffer(static_cast<uint8_t *>(iov[0].iov_base),
+						iov[0].iov_len, min_multi_recv_);
+	}
+
+	// Messages that arrived first are taken in arrival order.
+	for (;;) {
+		UnexpectedMsg *m = matcher_.find_unexpected(kind, op->match.spec);
+		if (!m)
+			break;
+		Unexpected *u = static_cast<Unexpected *>(m->owner);
+		RecvOp *receiver = claim_receiver(op, u->total_len);
+		if (!receiver)
+			break;
+		Matcher::remove_unexpected(m);
+		consume_unexpected(receiver, u);
+		if (!multi || op->multi_buf.retired())
+			return 0;
+	}
+	matcher_.post(kind, &op->match);
+	return 0;
+}
+
+void RxmEndpoint::consume_unexpected(RecvOp *op, Unexpected *u)
+{
+	WireHeader hdr;
+	hdr.tag = u->match.tag;
+	hdr.cq_data = u->cq_data;
+	hdr.flags = u->wire_flags;
+	hdr.total_len = u->total_len;
+	hdr.msg_id = u->msg_id;
+	start_message(op, u->conn, hdr);
+	switch (u->protocol) {
+	case WireOp::rndv_request:
+		memcpy(op->rndv, u->rndv, sizeof(op->rndv));
+		op->rndv_count = u->rndv_count;
+		start_rndv_reads(op);
+		break;
+	case WireOp::sar_segment:
+		place(op, 0, u->data);
+		if (!u->complete) {
+			// The rest of the segments go straight to the receive.
+			u->conn->sar_target = op;
+			u->conn->sar_unexpected = nullptr;
+		} else {
+			complete_recv(op);
+		}
+		break;
+	default:
+		place(op, 0, u->data);
+		complete_recv(op);
+		break;
+	}
+	delete u;
+}
+
+ssize_t RxmEndpoint::peek(const struct fi_msg_tagged *msg, uint64_t flags)
+{
+	std::lock_guard guard(lock_);
+	if (!enabled_)
+		return -FI_EOPBADSTATE;
+	fi_addr_t src = (info_->caps & FI_DIRECTED_RECV) ? msg->addr : FI_ADDR_UNSPEC;
+	MatchSpec spec{src, msg->tag, msg->ignore};
+	UnexpectedMsg *m = matcher_.find_unexpected(MatchKind::tagged, spec);
+	if (!m) {
+		if (rx_cq_)
+			rx_cq_->write_error(msg->context, FI_RECV | FI_TAGGED, FI_ENOMSG, 0, 0, 0,
+					    msg->tag, 0);
+		return 0;
+	}
+	Unexpected *u = static_cast<Unexpected *>(m->owner);
+	uint64_t cq_flags = FI_RECV | FI_TAGGED;
+	if (u->wire_flags & wire_flag::remote_cq_data)
+		cq_flags |= FI_REMOTE_CQ_DATA;
+	fi_addr_t source = source_of(u->conn);
+	uint64_t tag = m->tag, data = u->cq_data, len = u->total_len;
+	if (flags & FI_DISCARD) {
+		Matcher::remove_unexpected(m);
+		if (u->protocol == WireOp::rndv_request)
+			send_control(u->conn, WireOp::rndv_done, u->msg_id);
+		if (u->conn->sar_unexpected == u)
+			u->conn->sar_unexpected = nullptr;
+		delete u;
+		len = 0;
+	} else if (flags & FI_CLAIM) {
+		m->claim_context = msg->context;
+	}
+	if (rx_cq_)
+		rx_cq_->write(msg->context, cq_flags, len, nullptr, data, tag, source);
+	return 0;
+}
+
+ssize_t RxmEndpoint::cancel(void *context)
+{
+	std::lock_guard guard(lock_);
+	if (!enabled_)
+		return 0;
+	PostedRecv *r = matcher_.cancel(context);
+	if (!r)
+		return 0;
+	RecvOp *op = static_cast<RecvOp *>(r->owner);
+	if (op->multi && op->multi_buf.in_flight()) {
+		// Slices still being filled release the buffer when they finish.
+		op->multi_buf.retire();
+		return 0;
+	}
+	uint64_t flags = FI_RECV | (op->tagged ? FI_TAGGED : FI_MSG) | (op->multi ? FI_MULTI_RECV : 0);
+	if (rx_cq_)
+		rx_cq_->write_error(op->context, flags, FI_ECANCELED, 0, 0, 0, 0, 0);
+	free_recv(op);
+	return 0;
+}
+
+void RxmEndpoint::repost(RxBuffer *buf)
+{
+	RxmConn *conn = buf->conn;
+	if (conn->state == ConnState::closed || !conn->core_ep)
+		return;
+	void *desc = conn->rx_mr ? fi_mr_desc(conn->rx_mr) : nullptr;
+	ssize_t ret = fi_recv(conn->core_ep, buf->data, kWireHeaderSize + eager_limit_, desc, 0,
+			      &buf->core);
+	if (ret)
+		RXM_WARN(FI_LOG_EP_DATA, "reposting a receive buffer: %s\n",
+			 fi_strerror(static_cast<int>(-ret)));
+}
+
+void RxmEndpoint::on_rx_buffer(RxBuffer *buf, size_t len)
+{
+	RxmConn *conn = buf->conn;
+	if (conn->state == ConnState::closed)
+		return;
+	WireHeader hdr;
+	std::span<const uint8_t> message(buf->data, len);
+	if (decode_message(message, &hdr)) {
+		RXM_WARN(FI_LOG_EP_DATA, "malformed message of %zu bytes from a peer: closing "
+					 "its connection\n", len);
+		fail_conn(conn, -FI_EIO);
+		return;
+	}
+	handle_message(conn, hdr, message.subspan(kWireHeaderSize));
+	repost(buf);
+}
+
+void RxmEndpoint::handle_message(RxmConn *conn, const WireHeader &hdr,
+				 std::span<const uint8_t> payload)
+{
+	// A sender finishes a segmented message before it starts the next one.
+	if (conn->sar.active() && hdr.op != WireOp::sar_segment && hdr.op != WireOp::rndv_done &&
+	    hdr.op != WireOp::credit_update) {
+		RXM_WARN(FI_LOG_EP_DATA, "message interleaved with a segmented one\n");
+		fail_conn(conn, -FI_EIO);
+		return;
+	}
+	switch (hdr.op) {
+	case WireOp::eager:
+	case WireOp::rndv_request:
+		handle_first(conn, hdr, payload);
+		break;
+	case WireOp::sar_segment:
+		handle_sar_segment(conn, hdr, payload);
+		break;
+	case WireOp::rndv_done:
+		handle_rndv_done(conn, hdr);
+		break;
+	case WireOp::credit_update:
+	case WireOp::delivery_ack:
+		break; // not used over cores that do their own flow control
+	case WireOp::atomic_request:
+	case WireOp::atomic_response:
+		RXM_WARN(FI_LOG_EP_DATA, "atomic message received, atomics are not enabled\n");
+		break;
+	}
+}
+
+void RxmEndpoint::handle_first(RxmConn *conn, const WireHeader &hdr,
+			       std::span<const uint8_t> payload)
+{
+	bool tagged = hdr.flags & wire_flag::tagged;
+	MatchKind kind = kind_of(tagged);
+	RndvSegment segs[kRndvMaxSegments];
+	size_t nsegs = 0;
+	if (hdr.op == WireOp::rndv_request && decode_rndv(payload, hdr.total_len, segs, &nsegs)) {
+		RXM_WARN(FI_LOG_EP_DATA, "malformed rendezvous request\n");
+		fail_conn(conn, -FI_EIO);
+		return;
+	}
+	PostedRecv *posted = matcher_.find_posted(kind, source_of(conn), hdr.tag);
+	RecvOp *receiver = posted ? claim_receiver(static_cast<RecvOp *>(posted->owner),
+						   hdr.total_len)
+				  : nullptr;
+	if (receiver) {
+		start_message(receiver, conn, hdr);
+		if (hdr.op == WireOp::eager) {
+			place(receiver, 0, payload);
+			complete_recv(receiver);
+		} else {
+			memcpy(receiver->rndv, segs, sizeof(segs));
+			receiver->rndv_count = nsegs;
+			start_rndv_reads(receiver);
+		}
+		return;
+	}
+	Unexpected *u = new Unexpected{};
+	u->match.owner = u;
+	u->match.source = source_of(conn);
+	u->match.tag = hdr.tag;
+	u->protocol = hdr.op;
+	u->conn = conn;
+	u->cq_data = hdr.cq_data;
+	u->wire_flags = hdr.flags;
+	u->total_len = hdr.total_len;
+	u->msg_id = hdr.msg_id;
+	u->complete = hdr.op == WireOp::eager;
+	if (hdr.op == WireOp::eager) {
+		u->data.assign(payload.begin(), payload.end());
+	} else {
+		memcpy(u->rndv, segs, sizeof(segs));
+		u->rndv_count = nsegs;
+	}
+	matcher_.add_unexpected(kind, &u->match);
+}
+
+void RxmEndpoint::handle_sar_segment(RxmConn *conn, const WireHeader &hdr,
+				     std::span<const uint8_t> payload)
+{
+	if (!conn->sar.active()) {
+		if (hdr.offset != 0) {
+			fail_conn(conn, -FI_EIO);
+			return;
+		}
+		conn->sar.begin(hdr);
+		conn->sar_target = nullptr;
+		conn->sar_unexpected = nullptr;
+		bool tagged = hdr.flags & wire_flag::tagged;
+		MatchKind kind = kind_of(tagged);
+		PostedRecv *posted = matcher_.find_posted(kind, source_of(conn), hdr.tag);
+		RecvOp *receiver = posted ? claim_receiver(static_cast<RecvOp *>(posted->owner),
+							   hdr.total_len)
+					  : nullptr;
+		if (receiver) {
+			start_message(receiver, conn, hdr);
+			conn->sar_target = receiver;
+		} else {
+			Unexpected *u = new Unexpected{};
+			u->match.owner = u;
+			u->match.source = source_of(conn);
+			u->match.tag = hdr.tag;
+			u->protocol = WireOp::sar_segment;
+			u->conn = conn;
+			u->cq_data = hdr.cq_data;
+			u->wire_flags = hdr.flags;
+			u->total_len = hdr.total_len;
+			u->msg_id = hdr.msg_id;
+			conn->sar_unexpected = u;
+			matcher_.add_unexpected(kind, &u->match);
+		}
+	}
+	auto result = conn->sar.accept(hdr, payload, [&](uint64_t offset, std::span<const uint8_t> b) {
+		if (conn->sar_target)
+			place(conn->sar_target, offset, b);
+		else if (conn->sar_unexpected)
+			conn->sar_unexpected->data.insert(conn->sar_unexpected->data.end(), b.begin(),
+							  b.end());
+		// else: the unexpected message was discarded; drop its bytes.
+	});
+	if (result == SarReassembly::Result::protocol_error) {
+		RXM_WARN(FI_LOG_EP_DATA, "out of order SAR segment\n");
+		fail_conn(conn, -FI_EIO);
+		return;
+	}
+	if (result == SarReassembly::Result::complete) {
+		if (conn->sar_target)
+			complete_recv(conn->sar_target);
+		if (conn->sar_unexpected)
+			conn->sar_unexpected->complete = true;
+		conn->sar_target = nullptr;
+		conn->sar_unexpected = nullptr;
+	}
+}
+
+void RxmEndpoint::handle_rndv_done(RxmConn *conn, const WireHeader &hdr)
+{
+	uint32_t index = static_cast<uint32_t>(hdr.msg_id);
+	uint32_t generation = static_cast<uint32_t>(hdr.msg_id >> 32);
+	if (index >= ops_.size()) {
+		RXM_WARN(FI_LOG_EP_DATA, "rndv_done for an unknown message\n");
+		return;
+	}
+	TxOp *op = &ops_[index];
+	if (!op->in_use || op->generation != generation || op->kind != TxKind::rndv ||
+	    op->conn != conn || !op->linked() || op->outstanding) {
+		RXM_WARN(FI_LOG_EP_DATA, "unexpected rndv_done ignored\n");
+		return;
+	}
+	IntrusiveList<TxOp>::remove(op);
+	maybe_finish(op);
+}
+
+void RxmEndpoint::start_rndv_reads(RecvOp *op)
+{
+	// Local descriptors: the application's registrations, else our own when the core needs them.
+	for (size_t i = 0; i < op->iov_count; i++) {
+		RxmMr *mr = op->desc[i] ? RxmMr::from_desc(op->desc[i]) : nullptr;
+		if (mr) {
+			op->desc[i] = mr->core_desc();
+		} else if (domain_->core_needs_local_mr() && op->iov[i].iov_len) {
+			struct fid_mr *own = nullptr;
+			int ret = fi_mr_reg(domain_->core(), op->iov[i].iov_base, op->iov[i].iov_len,
+					    FI_READ, 0, domain_->next_internal_key(), 0, &own, nullptr);
+			if (ret) {
+				op->error = ret;
+				break;
+			}
+			op->own_mr[op->own_mr_count++] = own;
+			op->desc[i] = fi_mr_desc(own);
+		} else {
+			op->desc[i] = nullptr;
+		}
+	}
+	op->rndv_issued = 0;
+	op->reads_outstanding = 0;
+	pending_reads_.push_back(op);
+	post_pending_reads();
+}
+
+void RxmEndpoint::post_pending_reads()
+{
+	while (!pending_reads_.empty()) {
+		RecvOp *op = pending_reads_.front();
+		uint64_t to_read = std::min<uint64_t>(op->total_len, op->capacity);
+		if (op->conn->state == ConnState::closed && !op->error)
+			op->error = -FI_ECONNRESET;
+		if (op->error || op->rndv_issued >= to_read) {
+			pending_reads_.pop_front();
+			if (op->conn->state != ConnState::closed)
+				send_control(op->conn, WireOp::rndv_done, op->msg_id);
+			complete_recv(op);
+			continue;
+		}
+		if (op->conn->state != ConnState::connected)
+			return; // reads wait for the connection to come up
+		// Next chunk: where rndv_issued falls in the local iov and in the remote segments.
+		uint64_t pos = op->rndv_issued;
+		size_t li = 0;
+		uint64_t loff = pos;
+		while (li < op->iov_count && loff >= op->iov[li].iov_len)
+			loff -= op->iov[li++].iov_len;
+		size_t ri = 0;
+		uint64_t roff = pos;
+		while (ri < op->rndv_count && roff >= op->rndv[ri].len)
+			roff -= op->rndv[ri++].len;
+		if (li >= op->iov_count || ri >= op->rndv_count) {
+			op->error = -FI_EIO;
+			continue;
+		}
+		uint64_t chunk = std::min(op->iov[li].iov_len - loff, op->rndv[ri].len - roff);
+		chunk = std::min(chunk, to_read - pos);
+		size_t core_max = domain_->core_info()->ep_attr->max_msg_size;
+		if (core_max && chunk > core_max)
+			chunk = core_max;
+		ssize_t ret = fi_read(op->conn->core_ep,
+				      static_cast<uint8_t *>(op->iov[li].iov_base) + loff, chunk,
+				      op->desc[li], 0, op->rndv[ri].addr + roff, op->rndv[ri].key,
+				      &op->core);
+		if (ret == -FI_EAGAIN)
+			return;
+		pending_reads_.pop_front();
+		if (ret) {
+			op->error = static_cast<int>(ret);
+			pending_reads_.push_front(op); // finished (with the error) on the next pass
+			continue;
+		}
+		op->rndv_issued += chunk;
+		op->reads_outstanding = 1;
+	}
+}
+
+void RxmEndpoint::on_rndv_read_done(RecvOp *op, int err)
+{
+	op->reads_outstanding = 0;
+	if (err && !op->error)
+		op->error = err;
+	// Back in the queue: either more to read, or finish (rndv_done + completion).
+	pending_reads_.push_back(op);
+	post_pending_reads();
+}
+
+ssize_t RxmEndpoint::recv(void *buf, size_t len, void *desc, fi_addr_t src, void *context)
+{
+	iovec iov{buf, len};
+	return recv_common(&iov, &desc, 1, src, 0, 0, context, rx_op_flags_, false);
+}
+
+ssize_t RxmEndpoint::recvv(const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
+			   void *context)
+{
+	return recv_common(iov, desc, count, src, 0, 0, context, rx_op_flags_, false);
+}
+
+ssize_t RxmEndpoint::recvmsg(const struct fi_msg *msg, uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return recv_common(msg->msg_iov, msg->desc, msg->iov_count, msg->addr, 0, 0, msg->context,
+			   flags, false);
+}
+
+ssize_t RxmEndpoint::trecv(void *buf, size_t len, void *desc, fi_addr_t src, uint64_t tag,
+			   uint64_t ignore, void *context)
+{
+	iovec iov{buf, len};
+	return recv_common(&iov, &desc, 1, src, tag, ignore, context, rx_op_flags_, true);
+}
+
+ssize_t RxmEndpoint::trecvv(const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
+			    uint64_t tag, uint64_t ignore, void *context)
+{
+	return recv_common(iov, desc, count, src, tag, ignore, context, rx_op_flags_, true);
+}
+
+ssize_t RxmEndpoint::trecvmsg(const struct fi_msg_tagged *msg, uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	if (flags & FI_PEEK)
+		return peek(msg, flags);
+	return recv_common(msg->msg_iov, msg->desc, msg->iov_count, msg->addr, msg->tag,
+			   msg->ignore, msg->context, flags, true);
+}
+
+} // namespace rxm

@@ -1,0 +1,137 @@
+// RMA: passed through to the core connection of the target, with rxm descriptors turned into
+// the core's. The core checks the remote key and range against the target's registration.
+#include "prov/rxm/rxm_cq.h"
+#include "prov/rxm/rxm_domain.h"
+#include "prov/rxm/rxm_endpoint.h"
+
+#include <rdma/fi_errno.h>
+
+namespace rxm {
+
+
+
+ssize_t RxmEndpoint::writemsg(const struct fi_msg_rma *msg, uint64_t flags)
+{
+	if (!msg || msg->rma_iov_count != 1 || !msg->rma_iov)
+		return -FI_EINVAL;
+	if (flags & FI_REMOTE_CQ_DATA)
+		return -FI_EOPNOTSUPP;
+	if (!domain_->rma_capable())
+		return -FI_EOPNOTSUPP;
+	if (msg->iov_count > kRndvMaxSegments || (msg->iov_count && !msg->msg_iov))
+		return -FI_EINVAL;
+	uint64_t total = 0;
+	for (size_t i = 0; i < msg->iov_count; i++)
+		total += msg->msg_iov[i].iov_len;
+	if (total != msg->rma_iov[0].len)
+		return -FI_EINVAL;
+	std::lock_guard guard(lock_);
+	if (!enabled_)
+		return -FI_EOPBADSTATE;
+	int err = 0;
+	RxmConn *conn = conn_for_send(msg->addr, &err);
+	if (!conn)
+		return err;
+	TxOp *op = alloc_op();
+	if (!op)
+		return -FI_EAGAIN;
+	op->kind = TxKind::rma_write;
+	op->context = msg->context;
+	op->cq_flags = FI_RMA | FI_WRITE;
+	op->report = wants_tx_completion(flags);
+	op->conn = conn;
+	op->total_len = total;
+	op->rma_addr = msg->rma_iov[0].addr;
+	op->rma_key = msg->rma_iov[0].key;
+	for (size_t i = 0; i < msg->iov_count; i++)
+		op->iov[i] = msg->msg_iov[i];
+	op->iov_count = msg->iov_count;
+	int ret = translate_desc(msg->msg_iov, msg->desc, msg->iov_count, FI_WRITE, op);
+	if (ret) {
+		free_op(op);
+		return ret;
+	}
+	queue_op(conn, op);
+	return 0;
+}
+
+ssize_t RxmEndpoint::readmsg(const struct fi_msg_rma *msg, uint64_t flags)
+{
+	if (!msg || msg->rma_iov_count != 1 || !msg->rma_iov)
+		return -FI_EINVAL;
+	if (!domain_->rma_capable())
+		return -FI_EOPNOTSUPP;
+	if (msg->iov_count > kRndvMaxSegments || (msg->iov_count && !msg->msg_iov))
+		return -FI_EINVAL;
+	uint64_t total = 0;
+	for (size_t i = 0; i < msg->iov_count; i++)
+		total += msg->msg_iov[i].iov_len;
+	if (total != msg->rma_iov[0].len)
+		return -FI_EINVAL;
+	std::lock_guard guard(lock_);
+	if (!enabled_)
+		return -FI_EOPBADSTATE;
+	int err = 0;
+	RxmConn *conn = conn_for_send(msg->addr, &err);
+	if (!conn)
+		return err;
+	TxOp *op = alloc_op();
+	if (!op)
+		return -FI_EAGAIN;
+	op->kind = TxKind::rma_read;
+	op->context = msg->context;
+	op->cq_flags = FI_RMA | FI_READ;
+	op->report = wants_tx_completion(flags);
+	op->conn = conn;
+	op->total_len = total;
+	op->rma_addr = msg->rma_iov[0].addr;
+	op->rma_key = msg->rma_iov[0].key;
+	for (size_t i = 0; i < msg->iov_count; i++)
+		op->iov[i] = msg->msg_iov[i];
+	op->iov_count = msg->iov_count;
+	int ret = translate_desc(msg->msg_iov, msg->desc, msg->iov_count, FI_READ, op);
+	if (ret) {
+		free_op(op);
+		return ret;
+	}
+	queue_op(conn, op);
+	return 0;
+}
+
+ssize_t RxmEndpoint::write(const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t addr,
+			   uint64_t key, void *context)
+{
+	iovec iov{const_cast<void *>(buf), len};
+	return writev(&iov, &desc, 1, dest, addr, key, context);
+}
+
+ssize_t RxmEndpoint::writev(const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
+			    uint64_t addr, uint64_t key, void *context)
+{
+	uint64_t total = 0;
+	for (size_t i = 0; iov && i < count; i++)
+		total += iov[i].iov_len;
+	fi_rma_iov rma{addr, total, key};
+	fi_msg_rma msg{iov, desc, count, dest, &rma, 1, context, 0};
+	return writemsg(&msg, tx_op_flags_);
+}
+
+ssize_t RxmEndpoint::read(void *buf, size_t len, void *desc, fi_addr_t src, uint64_t addr,
+			  uint64_t key, void *context)
+{
+	iovec iov{buf, len};
+	return readv(&iov, &desc, 1, src, addr, key, context);
+}
+
+ssize_t RxmEndpoint::readv(const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
+			   uint64_t addr, uint64_t key, void *context)
+{
+	uint64_t total = 0;
+	for (size_t i = 0; iov && i < count; i++)
+		total += iov[i].iov_len;
+	fi_rma_iov rma{addr, total, key};
+	fi_msg_rma msg{iov, desc, count, src, &rma, 1, context, 0};
+	return readmsg(&msg, tx_op_flags_);
+}
+
+} // namespace rxm

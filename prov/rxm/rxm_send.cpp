@@ -1,0 +1,484 @@
+// Sending: eager (one bounce buffer), SAR (segments copied as the core takes them) and
+// rendezvous (the receiver reads the registered source buffers), all queued per connection in
+// order so that messages between two endpoints arrive in the order they were sent (FI_ORDER_SAS).
+#include "prov/rxm/rxm_av.h"
+#include "prov/rxm/rxm_cq.h"
+#include "prov/rxm/rxm_domain.h"
+#include "prov/rxm/rxm_endpoint.h"
+#include "prov/rxm/rxm_provider.h"
+
+#include <rdma/fi_errno.h>
+
+#include <cstring>
+
+namespace rxm {
+
+namespace {
+
+uint64_t iov_total(const struct iovec *iov, size_t count)
+{
+	uint64_t total = 0;
+	for (size_t i = 0; i < count; i++)
+		total += iov[i].iov_len;
+	return total;
+}
+
+// Copies len bytes starting at byte offset 'from' of the iov list into out.
+void gather(const struct iovec *iov, size_t count, uint64_t from, uint8_t *out, size_t len)
+{
+	for (size_t i = 0; i < count && len; i++) {
+		if (from >= iov[i].iov_len) {
+			from -= iov[i].iov_len;
+			continue;
+		}
+		size_t n = std::min<uint64_t>(iov[i].iov_len - from, len);
+		memcpy(out, static_cast<const uint8_t *>(iov[i].iov_base) + from, n);
+		out += n;
+		len -= n;
+		from = 0;
+	}
+}
+
+uint64_t make_msg_id(const TxOp *op) { return (uint64_t(op->generation) << 32) | op->index; }
+
+} // namespace
+
+TxOp *RxmEndpoint::alloc_op()
+{
+	if (free_ops_.empty())
+		return nullptr;
+	uint32_t index = free_ops_.back();
+	free_ops_.pop_back();
+	TxOp *op = &ops_[index];
+	uint32_t generation = op->generation + 1;
+	*op = TxOp{};
+	op->index = index;
+	op->generation = generation;
+	op->in_use = true;
+	op->core.kind = CoreOpKind::rma;
+	op->core.owner = op;
+	return op;
+}
+
+void RxmEndpoint::free_op(TxOp *op)
+{
+	for (size_t i = 0; i < op->own_mr_count; i++)
+		fi_close(&op->own_mr[i]->fid);
+	op->own_mr_count = 0;
+	if (op->prepared) {
+		free_tx_buffer(op->prepared);
+		op->prepared = nullptr;
+	}
+	op->in_use = false;
+	free_ops_.push_back(op->index);
+}
+
+TxBuffer *RxmEndpoint::alloc_tx_buffer()
+{
+	TxBuffer *b = free_tx_;
+	if (b) {
+		free_tx_ = b->next_free;
+		b->op = nullptr;
+		b->len = 0;
+	}
+	return b;
+}
+
+void RxmEndpoint::free_tx_buffer(TxBuffer *buf)
+{
+	buf->next_free = free_tx_;
+	free_tx_ = buf;
+}
+
+bool RxmEndpoint::wants_tx_completion(uint64_t flags) const
+{
+	return tx_cq_ && (!tx_selective_ || (flags & FI_COMPLETION));
+}
+
+int RxmEndpoint::translate_desc(const struct iovec *iov, void **app_desc, size_t count,
+				uint64_t access, TxOp *op)
+{
+	for (size_t i = 0; i < count; i++) {
+		if (app_desc && app_desc[i]) {
+			RxmMr *mr = RxmMr::from_desc(app_desc[i]);
+			if (!mr)
+				return -FI_EINVAL;
+			op->desc[i] = mr->core_desc();
+			op->rndv_key[i] = fi_mr_key(mr->core());
+			continue;
+		}
+		bool need_key = op->kind == TxKind::rndv;
+		if (!need_key && !domain_->core_needs_local_mr()) {
+			op->desc[i] = nullptr;
+			continue;
+		}
+		struct fid_mr *mr = nullptr;
+		int ret = fi_mr_reg(domain_->core(), iov[i].iov_base, iov[i].iov_len, access, 0,
+				    domain_->next_internal_key(), 0, &mr, nullptr);
+		if (ret)
+			return ret;
+		op->own_mr[op->own_mr_count++] = mr;
+		op->desc[i] = fi_mr_desc(mr);
+		op->rndv_key[i] = fi_mr_key(mr);
+	}
+	return 0;
+}
+
+ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t count,
+				 fi_addr_t dest, void *context, uint64_t data, uint64_t tag,
+				 uint64_t flags, bool tagged)
+{
+	if (count > kRndvMaxSegments || (count && !iov))
+		return -FI_EINVAL;
+	for (size_t i = 0; i < count; i++)
+		if (iov[i].iov_len && !iov[i].iov_base)
+			return -FI_EINVAL;
+	uint64_t total = iov_total(iov, count);
+	std::lock_guard guard(lock_);
+	if (!enabled_)
+		return -FI_EOPBADSTATE;
+	if ((flags & FI_INJECT) && total > inject_limit_)
+		return -FI_EMSGSIZE;
+	int err = 0;
+	RxmConn *conn = conn_for_send(dest, &err);
+	if (!conn)
+		return err;
+	TxOp *op = alloc_op();
+	if (!op)
+		return -FI_EAGAIN;
+	op->context = context;
+	op->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
+	op->report = wants_tx_completion(flags) && !(flags & kNoCompletionFlag);
+	op->conn = conn;
+	op->total_len = total;
+	op->hdr.flags = tagged ? wire_flag::tagged : 0;
+	if (flags & FI_REMOTE_CQ_DATA)
+		op->hdr.flags |= wire_flag::remote_cq_data;
+	op->hdr.tag = tagged ? tag : 0;
+	op->hdr.cq_data = data;
+	op->hdr.msg_id = make_msg_id(op);
+	op->hdr.total_len = total;
+
+	size_t eager = conn->peer_eager_size ? std::min(conn->peer_eager_size, eager_limit_)
+					     : eager_limit_;
+	if (total <= eager) {
+		// Eager: copy now, so the application's buffer is free at once (inject) and the
+		// message can wait for its connection.
+		TxBuffer *buf = alloc_tx_buffer();
+		if (!buf) {
+			free_op(op);
+			return -FI_EAGAIN;
+		}
+		op->kind = TxKind::eager;
+		WireHeader h = op->hdr;
+		h.op = WireOp::eager;
+		h.payload_len = static_cast<uint32_t>(total);
+		encode_header(h, buf->data);
+		gather(iov, count, 0, buf->data + kWireHeaderSize, total);
+		buf->len = kWireHeaderSize + total;
+		buf->op = op;
+		op->prepared = buf;
+	} else if (total <= sar_limit_) {
+		op->kind = TxKind::sar;
+		for (size_t i = 0; i < count; i++)
+			op->iov[i] = iov[i];
+		op->iov_count = count;
+	} else {
+		op->kind = TxKind::rndv;
+		for (size_t i = 0; i < count; i++)
+			op->iov[i] = iov[i];
+		op->iov_count = count;
+		int ret = translate_desc(iov, desc, count, FI_REMOTE_READ, op);
+		TxBuffer *buf = ret ? nullptr : alloc_tx_buffer();
+		if (!buf) {
+			free_op(op);
+			return ret ? ret : -FI_EAGAIN;
+		}
+		RndvSegment segs[kRndvMaxSegments];
+		size_t nsegs = 0;
+		for (size_t i = 0; i < count; i++) {
+			if (!iov[i].iov_len)
+				continue;
+			uint64_t addr = domain_->core_uses_virt_addr()
+						? reinterpret_cast<uintptr_t>(iov[i].iov_base)
+						: 0;
+			segs[nsegs++] = {addr, iov[i].iov_len, op->rndv_key[i]};
+		}
+		WireHeader h = op->hdr;
+		h.op = WireOp::rndv_request;
+		h.payload_len = static_cast<uint32_t>(rndv_payload_size(nsegs));
+		encode_header(h, buf->data);
+		encode_rndv({segs, nsegs}, buf->data + kWireHeaderSize);
+		buf->len = kWireHeaderSize + h.payload_len;
+		buf->op = op;
+		op->prepared = buf;
+	}
+	queue_op(conn, op);
+	return 0;
+}
+
+void RxmEndpoint::queue_op(RxmConn *conn, TxOp *op)
+{
+	conn->backlog.push_back(op);
+	if (conn->state == ConnState::connected)
+		pump(conn);
+}
+
+void RxmEndpoint::pump(RxmConn *conn)
+{
+	while (conn->state == ConnState::connected) {
+		TxOp *op = conn->backlog.front();
+		if (!op || !pump_one(conn, op))
+			break;
+	}
+}
+
+// Hands (the rest of) op to the core. Returns false when the core or rxm ran out of room;
+// the op stays at the front of the queue and is retried from progress.
+bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
+{
+	void *tx_desc = tx_mr_ ? fi_mr_desc(tx_mr_) : nullptr;
+	switch (op->kind) {
+	case TxKind::control:
+		if (!op->prepared) {
+			TxBuffer *buf = alloc_tx_buffer();
+			if (!buf)
+				return false;
+			encode_header(op->hdr, buf->data);
+			buf->len = kWireHeaderSize;
+			buf->op = op;
+			op->prepared = buf;
+		}
+		[[fallthrough]];
+	case TxKind::eager:
+	case TxKind::rndv: {
+		TxBuffer *buf = op->prepared;
+		ssize_t ret = fi_send(conn->core_ep, buf->data, buf->len, tx_desc, 0, &buf->core);
+		if (ret == -FI_EAGAIN)
+			return false;
+		IntrusiveList<TxOp>::remove(op);
+		if (ret) {
+			fail_op(op, static_cast<int>(ret));
+			return true;
+		}
+		op->prepared = nullptr;
+		op->outstanding++;
+		if (op->kind == TxKind::rndv)
+			conn->awaiting.push_back(op);
+		return true;
+	}
+	case TxKind::sar:
+		while (op->queued_len < op->total_len) {
+			TxBuffer *buf = alloc_tx_buffer();
+			if (!buf)
+				return false;
+			size_t eager = conn->peer_eager_size
+					       ? std::min(conn->peer_eager_size, eager_limit_)
+					       : eager_limit_;
+			uint64_t n = std::min<uint64_t>(eager, op->total_len - op->queued_len);
+			WireHeader h = op->hdr;
+			h.op = WireOp::sar_segment;
+			h.offset = op->queued_len;
+			h.payload_len = static_cast<uint32_t>(n);
+			if (op->queued_len + n == op->total_len)
+				h.flags |= wire_flag::last_segment;
+			encode_header(h, buf->data);
+			gather(op->iov, op->iov_count, op->queued_len, buf->data + kWireHeaderSize, n);
+			buf->len = kWireHeaderSize + n;
+			buf->op = op;
+			ssize_t ret = fi_send(conn->core_ep, buf->data, buf->len, tx_desc, 0, &buf->core);
+			if (ret == -FI_EAGAIN) {
+				free_tx_buffer(buf);
+				return false;
+			}
+			if (ret) {
+				free_tx_buffer(buf);
+				IntrusiveList<TxOp>::remove(op);
+				fail_op(op, static_cast<int>(ret));
+				return true;
+			}
+			op->queued_len += n;
+			op->outstanding++;
+		}
+		IntrusiveList<TxOp>::remove(op);
+		maybe_finish(op);
+		return true;
+	case TxKind::rma_write:
+	case TxKind::rma_read: {
+		fi_rma_iov rma{op->rma_addr, op->total_len, op->rma_key};
+		fi_msg_rma msg{};
+		msg.msg_iov = op->iov;
+		msg.desc = op->desc;
+		msg.iov_count = op->iov_count;
+		msg.rma_iov = &rma;
+		msg.rma_iov_count = 1;
+		msg.context = &op->core;
+		ssize_t ret = op->kind == TxKind::rma_write
+				      ? fi_writemsg(conn->core_ep, &msg, FI_COMPLETION)
+				      : fi_readmsg(conn->core_ep, &msg, FI_COMPLETION);
+		if (ret == -FI_EAGAIN)
+			return false;
+		IntrusiveList<TxOp>::remove(op);
+		if (ret) {
+			fail_op(op, static_cast<int>(ret));
+			return true;
+		}
+		op->outstanding++;
+		return true;
+	}
+	}
+	return true;
+}
+
+void RxmEndpoint::on_tx_buffer_done(TxBuffer *buf, int err)
+{
+	TxOp *op = buf->op;
+	free_tx_buffer(buf);
+	if (!op)
+		return;
+	op->outstanding--;
+	if (err && !op->error)
+		op->error = err;
+	if (err && op->linked())
+		IntrusiveList<TxOp>::remove(op); // a failed rendezvous request gets no rndv_done
+	maybe_finish(op);
+}
+
+void RxmEndpoint::on_rma_done(TxOp *op, int err)
+{
+	op->outstanding--;
+	if (err && !op->error)
+		op->error = err;
+	maybe_finish(op);
+}
+
+void RxmEndpoint::maybe_finish(TxOp *op)
+{
+	// Still queued (SAR segments left, rendezvous waiting for rndv_done) or still in the core.
+	if (op->linked() || op->outstanding)
+		return;
+	finish_op(op);
+}
+
+void RxmEndpoint::finish_op(TxOp *op)
+{
+	if (op->kind != TxKind::control && tx_cq_) {
+		if (op->error)
+			tx_cq_->write_error(op->context, op->cq_flags, -op->error, 0, 0, 0, 0, op->error);
+		else if (op->report)
+			tx_cq_->write(op->context, op->cq_flags, 0, nullptr, 0, 0, FI_ADDR_NOTAVAIL);
+	}
+	free_op(op);
+}
+
+void RxmEndpoint::fail_op(TxOp *op, int err)
+{
+	if (!op->error)
+		op->error = err;
+	if (op->linked())
+		IntrusiveList<TxOp>::remove(op);
+	maybe_finish(op);
+}
+
+bool RxmEndpoint::send_control(RxmConn *conn, WireOp wire_op, uint64_t msg_id)
+{
+	TxOp *op = alloc_op();
+	if (!op) {
+		RXM_WARN(FI_LOG_EP_DATA, "no room for a control message\n");
+		return false;
+	}
+	op->kind = TxKind::control;
+	op->conn = conn;
+	op->hdr.op = wire_op;
+	op->hdr.msg_id = msg_id;
+	queue_op(conn, op);
+	return true;
+}
+
+ssize_t RxmEndpoint::send(const void *buf, size_t len, void *desc, fi_addr_t dest, void *context)
+{
+	iovec iov{const_cast<void *>(buf), len};
+	return send_common(&iov, &desc, 1, dest, context, 0, 0, tx_op_flags_, false);
+}
+
+ssize_t RxmEndpoint::sendv(const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
+			   void *context)
+{
+	return send_common(iov, desc, count, dest, context, 0, 0, tx_op_flags_, false);
+}
+
+ssize_t RxmEndpoint::sendmsg(const struct fi_msg *msg, uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return send_common(msg->msg_iov, msg->desc, msg->iov_count, msg->addr, msg->context,
+			   msg->data, 0, flags, false);
+}
+
+ssize_t RxmEndpoint::inject(const void *buf, size_t len, fi_addr_t dest)
+{
+	iovec iov{const_cast<void *>(buf), len};
+	return send_common(&iov, nullptr, 1, dest, nullptr, 0, 0, FI_INJECT | kNoCompletionFlag,
+			   false);
+}
+
+ssize_t RxmEndpoint::senddata(const void *buf, size_t len, void *desc, uint64_t data,
+			      fi_addr_t dest, void *context)
+{
+	iovec iov{const_cast<void *>(buf), len};
+	return send_common(&iov, &desc, 1, dest, context, data, 0, tx_op_flags_ | FI_REMOTE_CQ_DATA,
+			   false);
+}
+
+ssize_t RxmEndpoint::injectdata(const void *buf, size_t len, uint64_t data, fi_addr_t dest)
+{
+	iovec iov{const_cast<void *>(buf), len};
+	return send_common(&iov, nullptr, 1, dest, nullptr, data, 0,
+			   FI_INJECT | FI_REMOTE_CQ_DATA | kNoCompletionFlag, false);
+}
+
+ssize_t RxmEndpoint::tsend(const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t tag,
+			   void *context)
+{
+	iovec iov{const_cast<void *>(buf), len};
+	return send_common(&iov, &desc, 1, dest, context, 0, tag, tx_op_flags_, true);
+}
+
+ssize_t RxmEndpoint::tsendv(const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
+			    uint64_t tag, void *context)
+{
+	return send_common(iov, desc, count, dest, context, 0, tag, tx_op_flags_, true);
+}
+
+ssize_t RxmEndpoint::tsendmsg(const struct fi_msg_tagged *msg, uint64_t flags)
+{
+	if (!msg)
+		return -FI_EINVAL;
+	return send_common(msg->msg_iov, msg->desc, msg->iov_count, msg->addr, msg->context,
+			   msg->data, msg->tag, flags, true);
+}
+
+ssize_t RxmEndpoint::tinject(const void *buf, size_t len, fi_addr_t dest, uint64_t tag)
+{
+	iovec iov{const_cast<void *>(buf), len};
+	return send_common(&iov, nullptr, 1, dest, nullptr, 0, tag, FI_INJECT | kNoCompletionFlag,
+			   true);
+}
+
+ssize_t RxmEndpoint::tsenddata(const void *buf, size_t len, void *desc, uint64_t data,
+			       fi_addr_t dest, uint64_t tag, void *context)
+{
+	iovec iov{const_cast<void *>(buf), len};
+	return send_common(&iov, &desc, 1, dest, context, data, tag,
+			   tx_op_flags_ | FI_REMOTE_CQ_DATA, true);
+}
+
+ssize_t RxmEndpoint::tinjectdata(const void *buf, size_t len, uint64_t data, fi_addr_t dest,
+				 uint64_t tag)
+{
+	iovec iov{const_cast<void *>(buf), len};
+	return send_common(&iov, nullptr, 1, dest, nullptr, data, tag,
+			   FI_INJECT | FI_REMOTE_CQ_DATA | kNoCompletionFlag, true);
+}
+
+} // namespace rxm

@@ -1,9 +1,10 @@
 // Provider registry: asks each built-in provider for its struct fi_provider on first use and
-// calls every provider's cleanup() when the library is unloaded.
+// calls every provider's cleanup() at exit or when the library is unloaded.
 #include "config.h"
 #include "src/provider_registry.h"
 #include "src/registry.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -57,7 +58,7 @@ void load_builtin(std::vector<fi_provider *> &out)
 #endif
 }
 
-__attribute__((destructor)) void cleanup_providers()
+void cleanup_providers()
 {
 	Registry &reg = registry();
 	std::lock_guard guard(reg.lock);
@@ -80,6 +81,9 @@ std::vector<fi_provider *> registered_providers()
 	if (!reg.loaded) {
 		reg.loaded = true;
 		load_builtin(reg.builtin);
+		// Registered after the providers' static objects exist, so it runs before they are
+		// destroyed, at exit() as well as at dlclose() of the library.
+		std::atexit(cleanup_providers);
 	}
 	return reg.builtin;
 }

@@ -27,6 +27,8 @@ public:
 	// ---- provider side ----
 	void increment(uint64_t n = 1);
 	void increment_error(uint64_t n = 1);
+	// True (once) when the value or error count changed since last observed (fi_poll).
+	bool take_change();
 
 	// ---- fi_ops_cntr ----
 	uint64_t read();

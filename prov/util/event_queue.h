@@ -79,6 +79,7 @@ private:
 	Lock lock_;
 	std::deque<Event> events_;
 	std::vector<uint8_t> last_err_data_;
+	struct fid_wait *wait_set_ = nullptr;
 };
 
 } // namespace util

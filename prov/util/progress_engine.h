@@ -22,7 +22,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace util {
@@ -79,8 +81,17 @@ public:
 private:
 	void thread_main(int interval_ms);
 
+	struct Registration {
+		int fd;
+		FdHandler *handler;
+	};
+
 	Lock lock_;
 	int epoll_fd_ = -1;
+	std::unordered_map<int, std::unique_ptr<Registration>> registrations_;
+	// Registrations removed during a pass stay alive until the outermost pass ends.
+	std::vector<std::unique_ptr<Registration>> retired_;
+	int depth_ = 0;
 	int stop_fd_ = -1;  // eventfd that wakes the auto-progress thread for shutdown
 	std::atomic<bool> stopping_{false};
 	std::vector<ProgressSource *> sources_;

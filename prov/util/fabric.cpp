@@ -1,0 +1,128 @@
+#include "prov/util/fabric.h"
+
+#include "prov/util/domain.h"
+#include "prov/util/error.h"
+#include "prov/util/event_queue.h"
+#include "prov/util/wait_set.h"
+
+#include <rdma/fi_eq.h>
+
+#include <algorithm>
+#include <memory>
+#include <sys/epoll.h>
+
+namespace util {
+
+Fabric::Fabric(const struct fi_provider *provider, const struct fi_fabric_attr *attr,
+	       void *context)
+    : FidObject(embedded_fid, FI_CLASS_FABRIC, context), provider_(provider),
+      api_version_(attr && attr->api_version ? attr->api_version : FI_VERSION(1, 17)),
+      name_(attr && attr->name ? attr->name : "")
+{
+	if (!engine_.valid())
+		throw Error(-FI_ENOMEM);
+	embedded_fid.pub.api_version = api_version_;
+	install_ops<Fabric>();
+}
+
+Fabric::~Fabric() = default;
+
+void Fabric::register_domain(Domain *domain)
+{
+	{
+		std::lock_guard<std::mutex> guard(domains_mutex_);
+		domains_.push_back(domain);
+	}
+	// EQ sleepers watch the fabric engine fd; nesting the domain's engine there makes
+	// them wake for domain activity too.
+	engine_.add_fd(domain->engine().fd(), EPOLLIN, nullptr);
+}
+
+void Fabric::unregister_domain(Domain *domain)
+{
+	engine_.remove_fd(domain->engine().fd());
+	std::lock_guard<std::mutex> guard(domains_mutex_);
+	domains_.erase(std::remove(domains_.begin(), domains_.end(), domain), domains_.end());
+}
+
+void Fabric::progress_all()
+{
+	engine_.progress();
+	std::vector<Domain *> domains;
+	{
+		std::lock_guard<std::mutex> guard(domains_mutex_);
+		domains = domains_;
+	}
+	for (Domain *domain : domains)
+		domain->progress();
+}
+
+int Fabric::eq_open(struct fi_eq_attr *attr, struct fid_eq **eq, void *context)
+{
+	if (!attr || !eq)
+		return -FI_EINVAL;
+	auto object = std::make_unique<EventQueue>(*this, attr, context);
+	*eq = object.release()->eq_fid();
+	return 0;
+}
+
+int Fabric::wait_open(struct fi_wait_attr *attr, struct fid_wait **waitset)
+{
+	if (!attr || !waitset)
+		return -FI_EINVAL;
+	auto object = std::make_unique<WaitSet>(*this, attr);
+	*waitset = object.release()->wait_fid();
+	return 0;
+}
+
+int Fabric::trywait(struct fid **fids, int count)
+{
+	if (count < 0 || (count > 0 && !fids))
+		return -FI_EINVAL;
+	for (int i = 0; i < count; ++i) {
+		if (!fids[i])
+			return -FI_EINVAL;
+		switch (fids[i]->fclass) {
+		case FI_CLASS_CQ:
+		case FI_CLASS_EQ:
+		case FI_CLASS_CNTR: {
+			auto *waitable = dynamic_cast<Waitable *>(fid_cast<FidObject>(fids[i]));
+			if (!waitable)
+				return -FI_EINVAL;
+			int rc = waitable->trywait();
+			if (rc)
+				return rc;
+			break;
+		}
+		case FI_CLASS_WAIT: {
+			// A wait set is ready when any member is.
+			auto *set = fid_cast<WaitSet>(fids[i], FI_CLASS_WAIT);
+			if (!set)
+				return -FI_EINVAL;
+			int rc = set->wait(0);
+			if (rc == 0)
+				return -FI_EAGAIN;
+			if (rc != -FI_ETIMEDOUT)
+				return rc;
+			break;
+		}
+		default:
+			return -FI_EINVAL;
+		}
+	}
+	return 0;
+}
+
+int Fabric::close()
+{
+	if (busy())
+		return -FI_EBUSY;
+	{
+		std::lock_guard<std::mutex> guard(domains_mutex_);
+		if (!domains_.empty())
+			return -FI_EBUSY;
+	}
+	return FidObject::close();
+}
+
+} // namespace util

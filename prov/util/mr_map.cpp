@@ -1,0 +1,74 @@
+#include "prov/util/mr_map.h"
+
+#include <rdma/fi_errno.h>
+
+namespace util {
+
+int MrMap::insert(MrRegion &region, uint64_t requested_key)
+{
+	if (region.len && !region.base)
+		return -FI_EINVAL;
+	std::lock_guard<std::mutex> guard(mutex_);
+	if (provider_keys()) {
+		while (regions_.count(next_key_))
+			++next_key_;
+		region.key = next_key_++;
+	} else {
+		if (requested_key == FI_KEY_NOTAVAIL)
+			return -FI_EINVAL;
+		if (regions_.count(requested_key))
+			return -FI_ENOKEY;
+		region.key = requested_key;
+	}
+	regions_.emplace(region.key, region);
+	return 0;
+}
+
+int MrMap::remove(uint64_t key)
+{
+	std::lock_guard<std::mutex> guard(mutex_);
+	return regions_.erase(key) ? 0 : -FI_ENOENT;
+}
+
+int MrMap::lookup(uint64_t key, uint64_t addr, size_t len, uint64_t access,
+		  void **target) const
+{
+	std::lock_guard<std::mutex> guard(mutex_);
+	auto it = regions_.find(key);
+	if (it == regions_.end())
+		return -FI_EINVAL;
+	const MrRegion &region = it->second;
+	if ((region.access & access) != access)
+		return -FI_EACCES;
+
+	// Offset of the first byte inside the buffer, computed so nothing can wrap around.
+	uint64_t start = virtual_addresses() ? reinterpret_cast<uintptr_t>(region.base)
+					     : region.offset;
+	if (addr < start)
+		return -FI_EINVAL;
+	uint64_t offset = addr - start;
+	if (offset > region.len || len > region.len - offset)
+		return -FI_EINVAL;
+	if (target)
+		*target = region.base + offset;
+	return 0;
+}
+
+bool MrMap::find(uint64_t key, MrRegion *out) const
+{
+	std::lock_guard<std::mutex> guard(mutex_);
+	auto it = regions_.find(key);
+	if (it == regions_.end())
+		return false;
+	if (out)
+		*out = it->second;
+	return true;
+}
+
+size_t MrMap::size() const
+{
+	std::lock_guard<std::mutex> guard(mutex_);
+	return regions_.size();
+}
+
+} // namespace util

@@ -1,0 +1,192 @@
+#include "prov/util/progress_engine.h"
+
+#include <rdma/fi_errno.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+namespace util {
+
+namespace {
+
+// epoll_event.data of the stop eventfd (registrations carry their Registration*).
+void *const kStopTag = reinterpret_cast<void *>(uintptr_t{1});
+
+// Enough ready fds per pass; the rest are reported by the next pass (level-triggered).
+constexpr int kEventsPerPass = 64;
+
+} // namespace
+
+ProgressEngine::ProgressEngine(Lock::Kind lock_kind) : lock_(lock_kind)
+{
+	epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+}
+
+ProgressEngine::~ProgressEngine()
+{
+	stop_thread();
+	if (epoll_fd_ >= 0)
+		::close(epoll_fd_);
+}
+
+int ProgressEngine::add_fd(int fd, uint32_t events, FdHandler *handler)
+{
+	if (fd < 0 || !valid())
+		return -FI_EINVAL;
+	LockGuard guard(lock_);
+	if (registrations_.count(fd))
+		return -FI_EALREADY;
+	auto registration = std::make_unique<Registration>(Registration{fd, handler});
+	epoll_event ev{};
+	ev.events = events;
+	ev.data.ptr = registration.get();
+	if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev))
+		return errno == EEXIST ? -FI_EALREADY : -errno;
+	registrations_.emplace(fd, std::move(registration));
+	return 0;
+}
+
+int ProgressEngine::modify_fd(int fd, uint32_t events, FdHandler *handler)
+{
+	if (fd < 0 || !valid())
+		return -FI_EINVAL;
+	LockGuard guard(lock_);
+	auto it = registrations_.find(fd);
+	if (it == registrations_.end())
+		return -FI_ENOENT;
+	it->second->handler = handler;
+	epoll_event ev{};
+	ev.events = events;
+	ev.data.ptr = it->second.get();
+	return epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) ? -errno : 0;
+}
+
+int ProgressEngine::remove_fd(int fd)
+{
+	if (fd < 0 || !valid())
+		return -FI_EINVAL;
+	// Under the lock, so a pass in another thread is not dispatching to a handler that the
+	// caller is about to destroy.
+	LockGuard guard(lock_);
+	auto it = registrations_.find(fd);
+	if (it == registrations_.end())
+		return -FI_ENOENT;
+	epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+	// A pass in progress on this thread may still hold the pointer in its event array.
+	it->second->handler = nullptr;
+	if (depth_ > 0)
+		retired_.push_back(std::move(it->second));
+	registrations_.erase(it);
+	return 0;
+}
+
+int ProgressEngine::add_source(ProgressSource *source)
+{
+	if (!source)
+		return -FI_EINVAL;
+	LockGuard guard(lock_);
+	if (std::find(sources_.begin(), sources_.end(), source) != sources_.end())
+		return -FI_EALREADY;
+	sources_.push_back(source);
+	return 0;
+}
+
+void ProgressEngine::remove_source(ProgressSource *source)
+{
+	LockGuard guard(lock_);
+	sources_.erase(std::remove(sources_.begin(), sources_.end(), source), sources_.end());
+}
+
+void ProgressEngine::progress()
+{
+	LockGuard guard(lock_);
+	if (valid()) {
+		epoll_event events[kEventsPerPass];
+		++depth_;
+		int n = epoll_wait(epoll_fd_, events, kEventsPerPass, 0);
+		for (int i = 0; i < n; ++i) {
+			if (events[i].data.ptr == kStopTag)
+				continue;
+			auto *registration = static_cast<Registration *>(events[i].data.ptr);
+			if (registration->handler)
+				registration->handler->on_fd_ready(registration->fd,
+								   events[i].events);
+		}
+		if (--depth_ == 0)
+			retired_.clear();
+	}
+	// Index loop: a source may remove itself (or others) while running.
+	for (size_t i = 0; i < sources_.size(); ++i)
+		sources_[i]->progress();
+}
+
+int ProgressEngine::wait(int timeout_ms)
+{
+	if (!valid())
+		return -FI_EINVAL;
+	epoll_event event;
+	int n = epoll_wait(epoll_fd_, &event, 1, timeout_ms < 0 ? -1 : timeout_ms);
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	return n > 0 ? 1 : 0;
+}
+
+int ProgressEngine::start_thread(int interval_ms)
+{
+	if (thread_.joinable())
+		return 0;
+	if (!valid())
+		return -FI_EINVAL;
+	stop_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (stop_fd_ < 0)
+		return -errno;
+	epoll_event ev{};
+	ev.events = EPOLLIN;
+	ev.data.ptr = kStopTag;
+	if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, stop_fd_, &ev)) {
+		int err = -errno;
+		::close(stop_fd_);
+		stop_fd_ = -1;
+		return err;
+	}
+	stopping_ = false;
+	try {
+		thread_ = std::thread([this, interval_ms] { thread_main(interval_ms); });
+	} catch (...) {
+		epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, stop_fd_, nullptr);
+		::close(stop_fd_);
+		stop_fd_ = -1;
+		return -FI_ENOMEM;
+	}
+	return 0;
+}
+
+void ProgressEngine::stop_thread()
+{
+	if (!thread_.joinable())
+		return;
+	stopping_ = true;
+	uint64_t one = 1;
+	[[maybe_unused]] ssize_t rc = ::write(stop_fd_, &one, sizeof(one));
+	thread_.join();
+	epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, stop_fd_, nullptr);
+	::close(stop_fd_);
+	stop_fd_ = -1;
+}
+
+void ProgressEngine::thread_main(int interval_ms)
+{
+	while (!stopping_) {
+		// Sleep until an fd is ready (the stop eventfd included), then run a pass.
+		epoll_event event;
+		epoll_wait(epoll_fd_, &event, 1, interval_ms > 0 ? interval_ms : -1);
+		if (stopping_)
+			break;
+		progress();
+	}
+}
+
+} // namespace util

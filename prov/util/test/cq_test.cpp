@@ -1,0 +1,273 @@
+// Completion queue: formats, ordering with errors, overrun, readerr versions, readfrom,
+// blocking reads, signal, wait fd and trywait.
+#include "prov/util/test/fake_provider.h"
+
+#include <chrono>
+#include <cstring>
+#include <poll.h>
+#include <thread>
+
+namespace {
+
+using fake::Fixture;
+using Clock = std::chrono::steady_clock;
+
+util::CompletionQueue *object_of(struct fid_cq *cq)
+{
+	return util::fid_cast<util::CompletionQueue>(&cq->fid, FI_CLASS_CQ);
+}
+
+struct fi_cq_err_entry error_entry(void *context, int err, const char *data)
+{
+	struct fi_cq_err_entry entry{};
+	entry.op_context = context;
+	entry.flags = FI_RECV;
+	entry.err = err;
+	entry.prov_errno = 42;
+	entry.olen = 7;
+	entry.err_data = const_cast<char *>(data);
+	entry.err_data_size = data ? std::strlen(data) + 1 : 0;
+	return entry;
+}
+
+TEST_F(Fixture, CqFormatsCopyTheRightFields)
+{
+	int context;
+	char buffer[4];
+	for (auto format : {FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_MSG, FI_CQ_FORMAT_DATA,
+			    FI_CQ_FORMAT_TAGGED, FI_CQ_FORMAT_UNSPEC}) {
+		struct fid_cq *cq = open_cq(format);
+		ASSERT_NE(cq, nullptr);
+		object_of(cq)->write(&context, FI_RECV | FI_TAGGED, 3, buffer, 99, 0x77);
+		struct fi_cq_tagged_entry entry;
+		std::memset(&entry, 0xab, sizeof(entry));
+		ASSERT_EQ(fi_cq_read(cq, &entry, 1), 1);
+		EXPECT_EQ(entry.op_context, &context);
+		if (format >= FI_CQ_FORMAT_MSG) {
+			EXPECT_EQ(entry.flags, FI_RECV | FI_TAGGED);
+			EXPECT_EQ(entry.len, 3u);
+		} else {
+			// Bytes after the context entry are untouched.
+			EXPECT_EQ(entry.flags, 0xababababababababULL);
+		}
+		if (format >= FI_CQ_FORMAT_DATA) {
+			EXPECT_EQ(entry.buf, buffer);
+			EXPECT_EQ(entry.data, 99u);
+		}
+		if (format == FI_CQ_FORMAT_TAGGED) {
+			EXPECT_EQ(entry.tag, 0x77u);
+		}
+		EXPECT_EQ(fi_cq_read(cq, &entry, 1), -FI_EAGAIN);
+		EXPECT_EQ(fi_close(&cq->fid), 0);
+	}
+}
+
+TEST_F(Fixture, CqRejectsBadAttributes)
+{
+	struct fi_cq_attr attr{};
+	struct fid_cq *cq = nullptr;
+	attr.format = static_cast<enum fi_cq_format>(99);
+	EXPECT_EQ(fi_cq_open(domain, &attr, &cq, nullptr), -FI_ENOSYS);
+	attr.format = FI_CQ_FORMAT_CONTEXT;
+	attr.wait_obj = FI_WAIT_SET;  // without a wait set
+	EXPECT_EQ(fi_cq_open(domain, &attr, &cq, nullptr), -FI_EINVAL);
+	attr.wait_obj = FI_WAIT_NONE;
+	attr.flags = 1ULL << 40;
+	EXPECT_EQ(fi_cq_open(domain, &attr, &cq, nullptr), -FI_EBADFLAGS);
+}
+
+TEST_F(Fixture, CqErrorsKeepTheirPlaceInOrder)
+{
+	struct fid_cq *cq = open_cq(FI_CQ_FORMAT_CONTEXT);
+	util::CompletionQueue *q = object_of(cq);
+	int a, b, c;
+	q->write(&a, FI_SEND);
+	q->write_error(error_entry(&b, FI_ETRUNC, "detail"));
+	q->write(&c, FI_SEND);
+
+	struct fi_cq_entry entries[4];
+	ASSERT_EQ(fi_cq_read(cq, entries, 4), 1);  // stops before the error
+	EXPECT_EQ(entries[0].op_context, &a);
+	EXPECT_EQ(fi_cq_read(cq, entries, 4), -FI_EAVAIL);
+
+	struct fi_cq_err_entry err{};
+	ASSERT_EQ(fi_cq_readerr(cq, &err, 0), 1);
+	EXPECT_EQ(err.op_context, &b);
+	EXPECT_EQ(err.err, FI_ETRUNC);
+	EXPECT_EQ(err.prov_errno, 42);
+	EXPECT_EQ(err.olen, 7u);
+	ASSERT_NE(err.err_data, nullptr);  // provider buffer when err_data_size is 0
+	EXPECT_STREQ(static_cast<const char *>(err.err_data), "detail");
+	EXPECT_EQ(err.err_data_size, 7u);
+	EXPECT_EQ(fi_cq_readerr(cq, &err, 0), -FI_EAGAIN);
+
+	ASSERT_EQ(fi_cq_read(cq, entries, 4), 1);
+	EXPECT_EQ(entries[0].op_context, &c);
+	EXPECT_NE(fi_cq_strerror(cq, ENOENT, nullptr, nullptr, 0), nullptr);
+	EXPECT_EQ(fi_close(&cq->fid), 0);
+}
+
+TEST_F(Fixture, CqReaderrCopiesIntoUserBuffer)
+{
+	struct fid_cq *cq = open_cq(FI_CQ_FORMAT_CONTEXT);
+	object_of(cq)->write_error(error_entry(nullptr, FI_EIO, "0123456789"));
+	char user[4];
+	struct fi_cq_err_entry err{};
+	err.err_data = user;
+	err.err_data_size = sizeof(user);
+	ASSERT_EQ(fi_cq_readerr(cq, &err, 0), 1);
+	EXPECT_EQ(err.err_data, user);
+	EXPECT_EQ(err.err_data_size, sizeof(user));
+	EXPECT_EQ(std::memcmp(user, "0123", 4), 0);
+	EXPECT_EQ(fi_cq_readerr(cq, &err, 1), -FI_EBADFLAGS);
+	EXPECT_EQ(fi_close(&cq->fid), 0);
+}
+
+class OldApiFixture : public Fixture {
+protected:
+	void SetUp() override { open(FI_VERSION(1, 4), FI_THREAD_SAFE, FI_PROGRESS_MANUAL); }
+};
+
+TEST_F(OldApiFixture, CqReaderrCopiesTheShortStruct)
+{
+	struct fid_cq *cq = open_cq(FI_CQ_FORMAT_CONTEXT);
+	object_of(cq)->write_error(error_entry(nullptr, FI_EIO, "x"));
+	struct fi_cq_err_entry err;
+	std::memset(&err, 0xcd, sizeof(err));
+	ASSERT_EQ(fi_cq_readerr(cq, &err, 0), 1);
+	EXPECT_EQ(err.err, FI_EIO);
+	// A 1.4 application's struct ends before err_data_size: it must not be written.
+	EXPECT_EQ(err.err_data_size, static_cast<size_t>(0xcdcdcdcdcdcdcdcdULL));
+	EXPECT_EQ(fi_close(&cq->fid), 0);
+}
+
+TEST_F(Fixture, CqOverrunKeepsEveryCompletion)
+{
+	struct fid_cq *cq = open_cq(FI_CQ_FORMAT_CONTEXT, 4);
+	util::CompletionQueue *q = object_of(cq);
+	int contexts[10];
+	for (int &c : contexts)
+		q->write(&c, FI_SEND);
+	EXPECT_EQ(q->overruns(), 6u);
+	EXPECT_EQ(q->space(), 0u);
+	struct fi_cq_entry entries[3];
+	int seen = 0;
+	ssize_t n;
+	while ((n = fi_cq_read(cq, entries, 3)) > 0) {
+		for (ssize_t i = 0; i < n; ++i)
+			EXPECT_EQ(entries[i].op_context, &contexts[seen + i]);
+		seen += static_cast<int>(n);
+	}
+	EXPECT_EQ(n, -FI_EAGAIN);
+	EXPECT_EQ(seen, 10);
+	EXPECT_EQ(q->space(), 4u);
+	EXPECT_EQ(fi_close(&cq->fid), 0);
+}
+
+TEST_F(Fixture, CqReadfromReportsSourceAddresses)
+{
+	struct fid_cq *cq = open_cq(FI_CQ_FORMAT_MSG);
+	object_of(cq)->write(nullptr, FI_RECV, 1, nullptr, 0, 0, 5);
+	object_of(cq)->write(nullptr, FI_RECV, 1);
+	struct fi_cq_msg_entry entries[2];
+	fi_addr_t sources[2] = {0, 0};
+	ASSERT_EQ(fi_cq_readfrom(cq, entries, 2, sources), 2);
+	EXPECT_EQ(sources[0], 5u);
+	EXPECT_EQ(sources[1], FI_ADDR_NOTAVAIL);
+	EXPECT_EQ(fi_close(&cq->fid), 0);
+}
+
+TEST_F(Fixture, CqSreadTimesOut)
+{
+	struct fid_cq *cq = open_cq(FI_CQ_FORMAT_CONTEXT);
+	struct fi_cq_entry entry;
+	auto start = Clock::now();
+	EXPECT_EQ(fi_cq_sread(cq, &entry, 1, nullptr, 50), -FI_EAGAIN);
+	auto elapsed = Clock::now() - start;
+	EXPECT_GE(elapsed, std::chrono::milliseconds(45));
+	EXPECT_LT(elapsed, std::chrono::milliseconds(1000));
+	EXPECT_EQ(fi_close(&cq->fid), 0);
+}
+
+TEST_F(Fixture, CqSreadWakesOnCompletionFromAnotherThread)
+{
+	struct fid_cq *cq = open_cq(FI_CQ_FORMAT_CONTEXT);
+	int context;
+	std::thread writer([&] {
+		std::this_thread::sleep_for(std::chrono::milliseconds(30));
+		util::LockGuard guard(domain_object->lock());
+		object_of(cq)->write(&context, FI_SEND);
+	});
+	struct fi_cq_entry entry;
+	auto start = Clock::now();
+	EXPECT_EQ(fi_cq_sread(cq, &entry, 1, nullptr, 5000), 1);
+	EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(2000));
+	EXPECT_EQ(entry.op_context, &context);
+	writer.join();
+	EXPECT_EQ(fi_close(&cq->fid), 0);
+}
+
+TEST_F(Fixture, CqSignalInterruptsSread)
+{
+	struct fid_cq *cq = open_cq(FI_CQ_FORMAT_CONTEXT);
+	std::thread signaller([&] {
+		std::this_thread::sleep_for(std::chrono::milliseconds(30));
+		EXPECT_EQ(fi_cq_signal(cq), 0);
+	});
+	struct fi_cq_entry entry;
+	auto start = Clock::now();
+	EXPECT_EQ(fi_cq_sread(cq, &entry, 1, nullptr, -1), -FI_EAGAIN);
+	EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(2000));
+	signaller.join();
+	// The signal was consumed: the next sread waits again.
+	EXPECT_EQ(fi_cq_sread(cq, &entry, 1, nullptr, 20), -FI_EAGAIN);
+	EXPECT_EQ(fi_close(&cq->fid), 0);
+}
+
+TEST_F(Fixture, CqSreadNeedsAWaitObject)
+{
+	struct fid_cq *cq = open_cq(FI_CQ_FORMAT_CONTEXT, 0, FI_WAIT_NONE);
+	struct fi_cq_entry entry;
+	EXPECT_EQ(fi_cq_sread(cq, &entry, 1, nullptr, 10), -FI_ENOSYS);
+	int fd;
+	EXPECT_EQ(fi_control(&cq->fid, FI_GETWAIT, &fd), -FI_ENODATA);
+	EXPECT_EQ(fi_close(&cq->fid), 0);
+}
+
+TEST_F(Fixture, CqWaitFdIsPollableAndTrywaitWorks)
+{
+	struct fid_cq *cq = open_cq(FI_CQ_FORMAT_CONTEXT, 0, FI_WAIT_FD);
+	int fd = -1;
+	ASSERT_EQ(fi_control(&cq->fid, FI_GETWAIT, &fd), 0);
+	ASSERT_GE(fd, 0);
+	enum fi_wait_obj obj;
+	ASSERT_EQ(fi_control(&cq->fid, FI_GETWAITOBJ, &obj), 0);
+	EXPECT_EQ(obj, FI_WAIT_FD);
+
+	struct fid *fids[] = {&cq->fid};
+	EXPECT_EQ(fi_trywait(fabric, fids, 1), 0);  // nothing pending: the app may block
+	struct pollfd pfd = {fd, POLLIN, 0};
+	EXPECT_EQ(poll(&pfd, 1, 0), 0);
+
+	object_of(cq)->write(nullptr, FI_SEND);
+	EXPECT_EQ(poll(&pfd, 1, 1000), 1);
+	EXPECT_EQ(fi_trywait(fabric, fids, 1), -FI_EAGAIN);
+
+	struct fi_cq_entry entry;
+	EXPECT_EQ(fi_cq_read(cq, &entry, 1), 1);
+	EXPECT_EQ(poll(&pfd, 1, 0), 0);  // drained: not readable any more
+	EXPECT_EQ(fi_trywait(fabric, fids, 1), 0);
+	EXPECT_EQ(fi_close(&cq->fid), 0);
+}
+
+TEST_F(Fixture, CqReadArgumentsAreChecked)
+{
+	struct fid_cq *cq = open_cq(FI_CQ_FORMAT_CONTEXT);
+	object_of(cq)->write(nullptr, FI_SEND);
+	EXPECT_EQ(fi_cq_read(cq, nullptr, 1), -FI_EINVAL);
+	EXPECT_EQ(fi_cq_read(cq, nullptr, 0), 0);  // count 0 only drives progress
+	EXPECT_EQ(fi_cq_readerr(cq, nullptr, 0), -FI_EINVAL);
+	EXPECT_EQ(fi_close(&cq->fid), 0);
+}
+
+} // namespace

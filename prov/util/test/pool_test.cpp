@@ -1,0 +1,98 @@
+// Buffer pools and rings.
+#include "prov/util/buffer_pool.h"
+#include "prov/util/ring.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace {
+
+TEST(BufferPool, FixedCapacityAndIndices)
+{
+	util::BufferPool pool(100, 4);
+	EXPECT_EQ(pool.buffer_size() % 64, 0u);
+	std::set<void *> taken;
+	for (int i = 0; i < 4; ++i) {
+		void *buffer = pool.get();
+		ASSERT_NE(buffer, nullptr);
+		EXPECT_EQ(reinterpret_cast<uintptr_t>(buffer) % 64, 0u);
+		EXPECT_EQ(pool.at(pool.index_of(buffer)), buffer);
+		taken.insert(buffer);
+	}
+	EXPECT_EQ(taken.size(), 4u);
+	EXPECT_EQ(pool.get(), nullptr);  // exhausted, no growth
+	EXPECT_EQ(pool.available(), 0u);
+	void *first = *taken.begin();
+	EXPECT_TRUE(pool.put(first));
+	EXPECT_FALSE(pool.put(first));  // double put refused
+	int foreign;
+	EXPECT_FALSE(pool.put(&foreign));
+	EXPECT_FALSE(pool.put(static_cast<char *>(first) + 1));  // not a buffer start
+	EXPECT_EQ(pool.index_of(&foreign), util::BufferPool::kInvalidIndex);
+	EXPECT_EQ(pool.at(100), nullptr);
+	EXPECT_EQ(pool.get(), first);
+}
+
+TEST(BufferPool, GrowsOnlyWhenExhausted)
+{
+	util::BufferPool pool(16, 2, 3);
+	EXPECT_EQ(pool.total(), 2u);
+	void *a = pool.get();
+	void *b = pool.get();
+	EXPECT_EQ(pool.total(), 2u);
+	void *c = pool.get();
+	ASSERT_NE(c, nullptr);
+	EXPECT_EQ(pool.total(), 5u);
+	EXPECT_EQ(pool.index_of(c), 2u);
+	EXPECT_EQ(pool.at(0), a);
+	EXPECT_EQ(pool.at(1), b);
+	EXPECT_EQ(pool.in_use(), 3u);
+}
+
+struct Tracked {
+	static int live;
+	int value;
+	explicit Tracked(int v) : value(v) { ++live; }
+	~Tracked() { --live; }
+};
+int Tracked::live = 0;
+
+TEST(ObjectPool, ConstructsAndDestroys)
+{
+	util::ObjectPool<Tracked> pool(2);
+	Tracked *a = pool.get(7);
+	ASSERT_NE(a, nullptr);
+	EXPECT_EQ(a->value, 7);
+	EXPECT_EQ(Tracked::live, 1);
+	EXPECT_EQ(pool.at(pool.index_of(a)), a);
+	pool.put(a);
+	EXPECT_EQ(Tracked::live, 0);
+}
+
+TEST(Ring, FifoWithWrapAround)
+{
+	util::Ring<int> ring(3);
+	EXPECT_TRUE(ring.empty());
+	for (int round = 0; round < 5; ++round) {
+		EXPECT_TRUE(ring.push(round * 10 + 1));
+		EXPECT_TRUE(ring.push(round * 10 + 2));
+		int out;
+		ASSERT_TRUE(ring.pop(out));
+		EXPECT_EQ(out, round * 10 + 1);
+		ASSERT_TRUE(ring.pop(out));
+		EXPECT_EQ(out, round * 10 + 2);
+	}
+	EXPECT_TRUE(ring.push(1));
+	EXPECT_TRUE(ring.push(2));
+	EXPECT_TRUE(ring.push(3));
+	EXPECT_TRUE(ring.full());
+	EXPECT_FALSE(ring.push(4));
+	EXPECT_EQ(ring.at(2), 3);
+	int out;
+	EXPECT_TRUE(ring.pop(out));
+	EXPECT_EQ(out, 1);
+	EXPECT_EQ(ring.space(), 1u);
+}
+
+} // namespace

@@ -21,4 +21,14 @@ for page in "$mandir"/man3/*.3; do
 		fi
 	done
 done
+# "make install" must install every page: each file needs a dist_man_MANS entry.
+lists="$(cat "$mandir/Makefile.include" "$mandir/Makefile.aliases.include") "
+for page in "$mandir"/man[0-9]/*.[0-9]; do
+	entry="man/${page#"$mandir"/}"
+	case "$lists" in
+	*"$entry "* | *"$entry
+"*) ;;
+	*) echo "$page: not listed in man/Makefile.include"; status=1 ;;
+	esac
+done
 exit $status

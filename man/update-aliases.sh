@@ -21,12 +21,19 @@ names_of() {
 	echo "# function's family."
 	echo "dist_man_MANS += \\"
 } > "$list.tmp"
-for page in man3/*.3; do
-	grep -q '^\.so ' "$page" && continue
-	for name in $(names_of "$page"); do
-		[ "man3/$name.3" = "$page" ] && continue
-		echo ".so $page" > "man3/$name.3"
+{
+	for page in man3/*.3; do
+		grep -q '^\.so ' "$page" && continue
+		for name in $(names_of "$page"); do
+			[ "man3/$name.3" = "$page" ] && continue
+			echo ".so $page" > "man3/$name.3"
+			echo "	man/man3/$name.3 \\"
+		done
+	done
+	# Functions documented outside section 3 (the provider-facing API in fi_provider(7)).
+	for name in fi_param_define fi_param_get fi_log fi_log_enabled fi_log_ready; do
+		echo ".so man7/fi_provider.7" > "man3/$name.3"
 		echo "	man/man3/$name.3 \\"
 	done
-done | LC_ALL=C sort | sed '$s/ \\$//' >> "$list.tmp"
+} | LC_ALL=C sort | sed '$s/ \\$//' >> "$list.tmp"
 mv "$list.tmp" "$list"

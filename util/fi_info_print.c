@@ -5,17 +5,36 @@
 #include <stdio.h>
 #include <string.h>
 
+/* fi_getinfo always fills the attributes; a missing one prints as "(null)" rather than
+ * taking the tool down. */
+static const char *or_null(const char *text)
+{
+	return text ? text : "(null)";
+}
+
+static void print_summary_entry(const struct fi_info *info)
+{
+	const struct fi_fabric_attr *fabric = info->fabric_attr;
+	const struct fi_domain_attr *domain = info->domain_attr;
+	const struct fi_ep_attr *ep = info->ep_attr;
+
+	printf("provider: %s\n", or_null(fabric ? fabric->prov_name : NULL));
+	printf("    fabric: %s\n", or_null(fabric ? fabric->name : NULL));
+	printf("    domain: %s\n", or_null(domain ? domain->name : NULL));
+	if (fabric)
+		printf("    version: %d.%d\n", FI_MAJOR(fabric->prov_version),
+		       FI_MINOR(fabric->prov_version));
+	else
+		printf("    version: (null)\n");
+	printf("    type: %s\n", or_null(ep ? fi_tostr(&ep->type, FI_TYPE_EP_TYPE) : NULL));
+	printf("    protocol: %s\n",
+	       or_null(ep ? fi_tostr(&ep->protocol, FI_TYPE_PROTOCOL) : NULL));
+}
+
 void fi_info_print_summary(const struct fi_info *info)
 {
-	for (const struct fi_info *cur = info; cur; cur = cur->next) {
-		printf("provider: %s\n", cur->fabric_attr->prov_name);
-		printf("    fabric: %s\n", cur->fabric_attr->name);
-		printf("    domain: %s\n", cur->domain_attr->name);
-		printf("    version: %d.%d\n", FI_MAJOR(cur->fabric_attr->prov_version),
-		       FI_MINOR(cur->fabric_attr->prov_version));
-		printf("    type: %s\n", fi_tostr(&cur->ep_attr->type, FI_TYPE_EP_TYPE));
-		printf("    protocol: %s\n", fi_tostr(&cur->ep_attr->protocol, FI_TYPE_PROTOCOL));
-	}
+	for (const struct fi_info *cur = info; cur; cur = cur->next)
+		print_summary_entry(cur);
 }
 
 void fi_info_print_verbose(const struct fi_info *info, const char *substr)
@@ -31,9 +50,12 @@ void fi_info_print_verbose(const struct fi_info *info, const char *substr)
 void fi_info_print_providers(const struct fi_info *info)
 {
 	for (const struct fi_info *cur = info; cur; cur = cur->next) {
-		printf("%s:\n", cur->fabric_attr->prov_name);
-		printf("    version: %d.%d\n", FI_MAJOR(cur->fabric_attr->prov_version),
-		       FI_MINOR(cur->fabric_attr->prov_version));
+		const struct fi_fabric_attr *fabric = cur->fabric_attr;
+		if (!fabric)
+			continue;
+		printf("%s:\n", or_null(fabric->prov_name));
+		printf("    version: %d.%d\n", FI_MAJOR(fabric->prov_version),
+		       FI_MINOR(fabric->prov_version));
 	}
 }
 

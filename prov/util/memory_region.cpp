@@ -6,9 +6,6 @@ namespace util {
 
 namespace {
 
-// Tags a live MemoryRegion so from_desc() can refuse descriptors that are not ours.
-constexpr uint64_t kMrMagic = 0x6d656d2d72656721ULL;  // "mem-reg!"
-
 // Access bits a registration may ask for.
 constexpr uint64_t kKnownAccess = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |
 				  FI_REMOTE_WRITE;
@@ -40,7 +37,7 @@ MrRegion region_from(const struct fi_mr_attr &attr)
 
 MemoryRegion::MemoryRegion(Domain &domain, const struct fi_mr_attr &attr, uint64_t flags)
     : FidObject(embedded_fid, FI_CLASS_MR, attr.context), domain_(domain),
-      region_(region_from(attr)), magic_(kMrMagic)
+      region_(region_from(attr))
 {
 	if (flags & ~(FI_RMA_EVENT))
 		throw Error(-FI_EBADFLAGS);
@@ -55,14 +52,12 @@ MemoryRegion::MemoryRegion(Domain &domain, const struct fi_mr_attr &attr, uint64
 MemoryRegion::~MemoryRegion()
 {
 	domain_.mr_map().remove(region_.key);
-	magic_ = 0;
 	domain_.unref();
 }
 
-MemoryRegion *MemoryRegion::from_desc(void *desc) noexcept
+MemoryRegion *MemoryRegion::from_desc(Domain &domain, void *desc)
 {
-	auto *mr = static_cast<MemoryRegion *>(desc);
-	return mr && mr->magic_ == kMrMagic ? mr : nullptr;
+	return domain.mr_map().has_owner(desc) ? static_cast<MemoryRegion *>(desc) : nullptr;
 }
 
 int MemoryRegion::control(int command, void *)

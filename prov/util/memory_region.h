@@ -1,6 +1,6 @@
 // util::MemoryRegion: the fid_mr returned by util::Domain's fi_mr_reg*. It records the
 // region in the domain's MrMap for its lifetime; mem_desc points at the object (providers
-// use desc_region() to turn a desc back into the region). One iovec per region
+// use from_desc() to turn a desc back into the region, validated against the domain). One iovec per region
 // (domain_attr->mr_iov_limit = 1).
 #ifndef OFI_PROV_UTIL_MEMORY_REGION_H
 #define OFI_PROV_UTIL_MEMORY_REGION_H
@@ -24,8 +24,9 @@ public:
 	const MrRegion &region() const noexcept { return region_; }
 	uint64_t key() const noexcept { return region_.key; }
 
-	// The region a local descriptor (fi_mr_desc) refers to, or nullptr.
-	static MemoryRegion *from_desc(void *desc) noexcept;
+	// The region a local descriptor (fi_mr_desc) refers to, or nullptr when 'desc' is not
+	// a live registration of 'domain' (checked without dereferencing it).
+	static MemoryRegion *from_desc(Domain &domain, void *desc);
 
 	// ---- fi_ops ----
 	int control(int command, void *arg);  // FI_ENABLE (no-op)
@@ -35,7 +36,6 @@ public:
 private:
 	Domain &domain_;
 	MrRegion region_;
-	uint64_t magic_;
 };
 
 } // namespace util

@@ -21,13 +21,20 @@ int MrMap::insert(MrRegion &region, uint64_t requested_key)
 		region.key = requested_key;
 	}
 	regions_.emplace(region.key, region);
+	if (region.owner)
+		owners_.insert(region.owner);
 	return 0;
 }
 
 int MrMap::remove(uint64_t key)
 {
 	std::lock_guard<std::mutex> guard(mutex_);
-	return regions_.erase(key) ? 0 : -FI_ENOENT;
+	auto it = regions_.find(key);
+	if (it == regions_.end())
+		return -FI_ENOENT;
+	owners_.erase(it->second.owner);
+	regions_.erase(it);
+	return 0;
 }
 
 int MrMap::lookup(uint64_t key, uint64_t addr, size_t len, uint64_t access,
@@ -63,6 +70,12 @@ bool MrMap::find(uint64_t key, MrRegion *out) const
 	if (out)
 		*out = it->second;
 	return true;
+}
+
+bool MrMap::has_owner(const void *owner) const
+{
+	std::lock_guard<std::mutex> guard(mutex_);
+	return owner && owners_.count(owner);
 }
 
 size_t MrMap::size() const

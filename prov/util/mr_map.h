@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace util {
 
@@ -46,6 +47,9 @@ public:
 		   void **target) const;
 	// Copy of a region's description (false if the key is unknown).
 	bool find(uint64_t key, MrRegion *out) const;
+	// True when 'owner' is the owner of a registered region (validates fi_mr_desc values
+	// without dereferencing them).
+	bool has_owner(const void *owner) const;
 	size_t size() const;
 
 private:
@@ -53,6 +57,7 @@ private:
 	mutable std::mutex mutex_;
 	uint64_t next_key_ = 1;
 	std::unordered_map<uint64_t, MrRegion> regions_;
+	std::unordered_set<const void *> owners_;
 };
 
 } // namespace util

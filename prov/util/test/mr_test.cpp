@@ -66,9 +66,9 @@ TEST_F(Fixture, MrRegThroughTheDomain)
 		  0);
 	ASSERT_EQ(fi_mr_reg(domain, buffer, 16, FI_REMOTE_READ, 0, 0, 0, &b, nullptr), 0);
 	EXPECT_NE(fi_mr_key(a), fi_mr_key(b));  // provider-assigned keys differ
-	EXPECT_EQ(util::MemoryRegion::from_desc(fi_mr_desc(a))->key(), fi_mr_key(a));
+	EXPECT_EQ(util::MemoryRegion::from_desc(*domain_object, fi_mr_desc(a))->key(), fi_mr_key(a));
 	int not_an_mr = 0;
-	EXPECT_EQ(util::MemoryRegion::from_desc(&not_an_mr), nullptr);
+	EXPECT_EQ(util::MemoryRegion::from_desc(*domain_object, &not_an_mr), nullptr);
 	void *target;
 	EXPECT_EQ(domain_object->mr_map().lookup(fi_mr_key(b),
 						 reinterpret_cast<uintptr_t>(buffer) + 8, 8,

@@ -73,6 +73,8 @@ void write_sockaddr_ib(TextSink &out, const void *addr)
 		return;
 	uint64_t service_id = be64toh(field_at<uint64_t>(addr, sib_sid_offset));
 	uint64_t scope_id = be64toh(field_at<uint64_t>(addr, sib_scope_offset));
+	// P_Key, the port space from the service id, and the low byte of the scope id: the
+	// fields (and widths) the reference output shows.
 	unsigned pkey = ntohs(field_at<uint16_t>(addr, sib_pkey_offset));
 	unsigned port_space = (service_id >> 16) & 0xfff;
 	unsigned port = scope_id & 0xff;

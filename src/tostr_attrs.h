@@ -16,7 +16,9 @@ void write_domain_attr(TextSink &out, const char *indent, const fi_domain_attr *
 void write_fabric_attr(TextSink &out, const char *indent, const fi_fabric_attr *attr);
 void write_info(TextSink &out, const fi_info *info);
 
-// A fid describes itself through its fi_ops::tostr when it has one.
+// A fid describes itself through its fi_ops::tostr when it has one (also for fi_info's
+// handle and nic): the callback gets the end of the text so far and the bytes left there,
+// and its return value is ignored. Without one, "fid: <pointer>" is printed.
 void write_fid(TextSink &out, const fid *object);
 
 } // namespace ofi::tostr

@@ -206,8 +206,11 @@ static int wait_cm_event(uint32_t expected)
 				fi_freeinfo(ev.entry.info);
 			return -FI_EOTHER;
 		}
-		ft.cm_recv_len = (size_t)n > sizeof(ev.entry) ? (size_t)n - sizeof(ev.entry) : 0;
-		memcpy(ft.cm_recv_data, ev.data, ft.cm_recv_len);
+		/* Only the event that carries private data replaces what we kept. */
+		if ((size_t)n > sizeof(ev.entry)) {
+			ft.cm_recv_len = (size_t)n - sizeof(ev.entry);
+			memcpy(ft.cm_recv_data, ev.data, ft.cm_recv_len);
+		}
 		if (event == FI_CONNREQ) {
 			fi_freeinfo(ft.info);
 			ft.info = ev.entry.info;

@@ -26,6 +26,15 @@ void ft_fill_buf(void *buf, size_t size, unsigned seed)
 		p[i] = (unsigned char)('a' + (seed + i) % 26);
 }
 
+bool ft_buf_matches(const void *buf, size_t size, unsigned seed)
+{
+	const unsigned char *p = buf;
+	for (size_t i = 0; i < size; i++)
+		if (p[i] != (unsigned char)('a' + (seed + i) % 26))
+			return false;
+	return true;
+}
+
 int ft_check_buf(const void *buf, size_t size, unsigned seed)
 {
 	const unsigned char *p = buf;
@@ -45,35 +54,14 @@ static bool tagged(void)
 	return ft.hints->caps & FI_TAGGED;
 }
 
-/* Posts through `post` until the provider accepts it, driving progress on -FI_EAGAIN. */
-#define FT_POST(call, what)                                      \
-	do {                                                     \
-		uint64_t deadline_ = ft_now_usec() +             \
-			(uint64_t)ft.opts.timeout_sec * 1000000; \
-		for (;;) {                                       \
-			ssize_t ret_ = (call);                   \
-			if (ret_ == 0)                           \
-				break;                           \
-			if (ret_ != -FI_EAGAIN) {                \
-				FT_PRINTERR(what, ret_);         \
-				return (int)ret_;                \
-			}                                        \
-			if (ft_now_usec() > deadline_) {         \
-				FT_ERR("%s: stuck on -FI_EAGAIN", what); \
-				return -FI_ETIMEDOUT;            \
-			}                                        \
-			FT_CHECK(ft_progress());                 \
-		}                                                \
-	} while (0)
-
 int ft_post_send(size_t size, uint64_t tag)
 {
 	void *ctx = &ft.tx_ctx[ft.tx_posted % FT_WINDOW];
 	if (tagged())
-		FT_POST(fi_tsend(ft.ep, ft.tx_buf, size, ft.mr_desc, ft.remote_addr, tag, ctx),
+		FT_RETRY_POST(fi_tsend(ft.ep, ft.tx_buf, size, ft.mr_desc, ft.remote_addr, tag, ctx),
 			"fi_tsend");
 	else
-		FT_POST(fi_send(ft.ep, ft.tx_buf, size, ft.mr_desc, ft.remote_addr, ctx),
+		FT_RETRY_POST(fi_send(ft.ep, ft.tx_buf, size, ft.mr_desc, ft.remote_addr, ctx),
 			"fi_send");
 	ft.tx_posted++;
 	return 0;
@@ -83,10 +71,10 @@ int ft_post_recv(size_t size, uint64_t tag)
 {
 	void *ctx = &ft.rx_ctx[ft.rx_posted % FT_WINDOW];
 	if (tagged())
-		FT_POST(fi_trecv(ft.ep, ft.rx_buf, size, ft.mr_desc, ft.remote_addr, tag, 0, ctx),
+		FT_RETRY_POST(fi_trecv(ft.ep, ft.rx_buf, size, ft.mr_desc, ft.remote_addr, tag, 0, ctx),
 			"fi_trecv");
 	else
-		FT_POST(fi_recv(ft.ep, ft.rx_buf, size, ft.mr_desc, ft.remote_addr, ctx),
+		FT_RETRY_POST(fi_recv(ft.ep, ft.rx_buf, size, ft.mr_desc, ft.remote_addr, ctx),
 			"fi_recv");
 	ft.rx_posted++;
 	return 0;
@@ -95,9 +83,9 @@ int ft_post_recv(size_t size, uint64_t tag)
 int ft_post_inject(size_t size, uint64_t tag)
 {
 	if (tagged())
-		FT_POST(fi_tinject(ft.ep, ft.tx_buf, size, ft.remote_addr, tag), "fi_tinject");
+		FT_RETRY_POST(fi_tinject(ft.ep, ft.tx_buf, size, ft.remote_addr, tag), "fi_tinject");
 	else
-		FT_POST(fi_inject(ft.ep, ft.tx_buf, size, ft.remote_addr), "fi_inject");
+		FT_RETRY_POST(fi_inject(ft.ep, ft.tx_buf, size, ft.remote_addr), "fi_inject");
 	return 0;
 }
 
@@ -107,15 +95,15 @@ int ft_post_rma(enum ft_rma_op op, size_t size, uint64_t remote_offset)
 	uint64_t addr = ft.remote.addr + remote_offset;
 	switch (op) {
 	case FT_RMA_WRITE:
-		FT_POST(fi_write(ft.ep, ft.tx_buf, size, ft.mr_desc, ft.remote_addr, addr,
+		FT_RETRY_POST(fi_write(ft.ep, ft.tx_buf, size, ft.mr_desc, ft.remote_addr, addr,
 				 ft.remote.key, ctx), "fi_write");
 		break;
 	case FT_RMA_WRITEDATA:
-		FT_POST(fi_writedata(ft.ep, ft.tx_buf, size, ft.mr_desc, size, ft.remote_addr,
+		FT_RETRY_POST(fi_writedata(ft.ep, ft.tx_buf, size, ft.mr_desc, size, ft.remote_addr,
 				     addr, ft.remote.key, ctx), "fi_writedata");
 		break;
 	case FT_RMA_READ:
-		FT_POST(fi_read(ft.ep, ft.rx_buf, size, ft.mr_desc, ft.remote_addr, addr,
+		FT_RETRY_POST(fi_read(ft.ep, ft.rx_buf, size, ft.mr_desc, ft.remote_addr, addr,
 				ft.remote.key, ctx), "fi_read");
 		break;
 	}

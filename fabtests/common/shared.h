@@ -128,6 +128,27 @@ extern struct ft_state ft;
 			return ft_ret_;    \
 	} while (0)
 
+/* Posts with `call` until the provider accepts it; returns from the caller on errors, driving progress on -FI_EAGAIN. */
+#define FT_RETRY_POST(call, what)                                      \
+	do {                                                     \
+		uint64_t deadline_ = ft_now_usec() +             \
+			(uint64_t)ft.opts.timeout_sec * 1000000; \
+		for (;;) {                                       \
+			ssize_t ret_ = (call);                   \
+			if (ret_ == 0)                           \
+				break;                           \
+			if (ret_ != -FI_EAGAIN) {                \
+				FT_PRINTERR(what, ret_);         \
+				return (int)ret_;                \
+			}                                        \
+			if (ft_now_usec() > deadline_) {         \
+				FT_ERR("%s: stuck on -FI_EAGAIN", what); \
+				return -FI_ETIMEDOUT;            \
+			}                                        \
+			FT_CHECK(ft_progress());                 \
+		}                                                \
+	} while (0)
+
 /* ft_opts.c */
 #define FT_BASE_OPTS "p:e:d:f:s:B:P:E::I:w:S:vUo:t:c:mT:h"
 int ft_parse_args(int argc, char **argv, const char *extra_opts,
@@ -171,6 +192,16 @@ void ft_fill_buf(void *buf, size_t size, unsigned seed);
 int ft_check_buf(const void *buf, size_t size, unsigned seed);
 size_t ft_next_size(size_t index);   /* 0 when past the last size to test */
 int ft_progress(void);
+
+/* ft_bench.c: the measured loops of the benchmarks; print one perf line per size. */
+int ft_pingpong(size_t size);
+int ft_bandwidth(size_t size);
+int ft_run_benchmark(int (*loop)(size_t size));
+/* Server side: keep driving progress until the client's next ft_oob_sync. */
+int ft_progress_until_sync(void);
+/* Drives progress until buf holds pattern `seed` (e.g. the target of an RMA write). */
+int ft_progress_until_match(const void *buf, size_t size, unsigned seed);
+bool ft_buf_matches(const void *buf, size_t size, unsigned seed);
 
 /* ft_perf.c */
 uint64_t ft_now_usec(void);

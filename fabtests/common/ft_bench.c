@@ -1,0 +1,109 @@
+/* The measured loops of the benchmarks: ping-pong latency and windowed bandwidth. */
+#include "shared.h"
+
+#include <poll.h>
+
+int ft_pingpong(size_t size)
+{
+	bool inject = size <= ft.info->tx_attr->inject_size && ft.tx_cq;
+	uint64_t start = 0;
+	for (int i = 0; i < ft.opts.warmup + ft.opts.iterations; i++) {
+		if (i == ft.opts.warmup)
+			start = ft_now_usec();
+		if (!ft.server) {
+			if (inject)
+				FT_CHECK(ft_post_inject(size, 0));
+			else
+				FT_CHECK(ft_tx(size));
+			FT_CHECK(ft_rx(size));
+		} else {
+			FT_CHECK(ft_rx(size));
+			if (inject)
+				FT_CHECK(ft_post_inject(size, 0));
+			else
+				FT_CHECK(ft_tx(size));
+		}
+	}
+	ft_show_perf("pingpong", size, ft.opts.iterations, ft_now_usec() - start, 2);
+	return 0;
+}
+
+/*
+ * The client keeps a window of sends in flight; the server keeps the same number of
+ * receives posted and answers each window with one small acknowledgement, so the client
+ * never overruns receives that are not posted yet.
+ */
+static int bandwidth_window(size_t size, int count)
+{
+	if (ft.server) {
+		uint64_t target = ft.rx_done + (uint64_t)count;
+		/* One receive is always posted already (see ft_run_benchmark). */
+		for (int i = 1; i < count; i++)
+			FT_CHECK(ft_post_recv(ft.xfer_max, 0));
+		FT_CHECK(ft_get_rx_comp(target));
+		FT_CHECK(ft_post_recv(ft.xfer_max, 0));
+		return ft_tx(1);
+	}
+	for (int i = 0; i < count; i++)
+		FT_CHECK(ft_post_send(size, 0));
+	FT_CHECK(ft_get_tx_comp(ft.tx_posted));
+	return ft_rx(1);
+}
+
+int ft_bandwidth(size_t size)
+{
+	uint64_t start = 0;
+	int total = ft.opts.warmup + ft.opts.iterations;
+	for (int done = 0; done < total;) {
+		if (done >= ft.opts.warmup && start == 0)
+			start = ft_now_usec();
+		int count = total - done < FT_WINDOW ? total - done : FT_WINDOW;
+		FT_CHECK(bandwidth_window(size, count));
+		done += count;
+	}
+	ft_show_perf("bw", size, ft.opts.iterations, ft_now_usec() - start, 1);
+	return 0;
+}
+
+int ft_run_benchmark(int (*loop)(size_t size))
+{
+	FT_CHECK(ft_post_recv(ft.xfer_max, 0));
+	for (size_t i = 0, size; (size = ft_next_size(i)); i++) {
+		FT_CHECK(ft_oob_sync());
+		FT_CHECK(loop(size));
+	}
+	return 0;
+}
+
+int ft_progress_until_match(const void *buf, size_t size, unsigned seed)
+{
+	uint64_t deadline = ft_now_usec() + (uint64_t)ft.opts.timeout_sec * 1000000;
+	while (!ft_buf_matches(buf, size, seed)) {
+		struct fi_cq_tagged_entry entry;
+		if (ft.rx_cq && fi_cq_read(ft.rx_cq, &entry, 1) == 1)
+			ft.rx_done++;
+		FT_CHECK(ft_progress());
+		if (ft_now_usec() > deadline)
+			return ft_check_buf(buf, size, seed);  /* reports the first wrong byte */
+	}
+	return 0;
+}
+
+int ft_progress_until_sync(void)
+{
+	uint64_t deadline = ft_now_usec() + (uint64_t)ft.opts.timeout_sec * 1000000;
+	for (;;) {
+		struct pollfd pfd = { .fd = ft.oob_fd, .events = POLLIN };
+		if (poll(&pfd, 1, 0) > 0)
+			return ft_oob_sync();
+		/* Reading the CQs drives the provider's progress engine (manual progress). */
+		struct fi_cq_tagged_entry entry;
+		if (ft.rx_cq && fi_cq_read(ft.rx_cq, &entry, 1) == 1)
+			ft.rx_done++;
+		FT_CHECK(ft_progress());
+		if (ft_now_usec() > deadline) {
+			FT_ERR("timed out waiting for the peer");
+			return -FI_ETIMEDOUT;
+		}
+	}
+}

@@ -78,7 +78,7 @@ private:
 
 	int event_fd_ = -1;
 	int epoll_fd_ = -1;
-	bool event_fd_set_ = false;
+	std::atomic<bool> event_fd_set_{false};
 	std::atomic<int> waiters_{0};
 	std::atomic<bool> exported_{false};
 	std::atomic<bool> in_wait_set_{false};

@@ -234,6 +234,7 @@ int VerbsEndpoint::open(VerbsDomain *domain, struct fi_info *info, struct fid_ep
 		self->connreq_responder_resources_ = request->responder_resources();
 		self->connreq_initiator_depth_ = request->initiator_depth();
 		self->id_ = request->take_id();
+		self->connreq_taken_ = true;
 		self->id_->context = static_cast<CmEventTarget *>(self);
 		self->info_->handle = nullptr;
 		info->handle = nullptr;
@@ -292,6 +293,10 @@ int VerbsEndpoint::close()
 	closing_ = true;
 	{
 		std::lock_guard<std::mutex> guard(lock_);
+		// A connection request taken but never accepted: tell the peer now rather than
+		// let it time out.
+		if (id_ && state_ == State::Idle && connreq_taken_)
+			rdma_reject(id_, nullptr, 0);
 		drain_outstanding_requests();
 	}
 	if (tx_pool_.in_use() + rx_pool_.in_use() > 0) {

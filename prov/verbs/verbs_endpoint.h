@@ -142,6 +142,7 @@ private:
 	std::atomic<bool> closing_{false};
 	bool enabled_ = false;
 	bool shutdown_reported_ = false;
+	bool connreq_taken_ = false;     // id_ came from a connection request
 	struct rdma_cm_id *id_ = nullptr;
 	struct ibv_qp *qp_ = nullptr;
 	std::vector<uint8_t> connect_data_;      // encoded private data for rdma_connect

@@ -39,7 +39,7 @@ ssize_t VerbsEndpoint::post_recv(const struct iovec *iov, void **desc, size_t co
 	for (size_t i = 0; i < count; i++) {
 		if (iov[i].iov_len == 0)
 			continue;
-		if (!desc)
+		if (!desc || iov[i].iov_len > max_msg_size_)
 			return -FI_EINVAL;
 		if (int ret = lkey_for(iov[i], desc[i], &sge[num_sge].lkey))
 			return ret;

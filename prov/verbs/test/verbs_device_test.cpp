@@ -98,14 +98,15 @@ protected:
 		return cq;
 	}
 
-	struct fid_ep *open_ep(struct fi_info *info, struct fid_cq *tx, struct fid_cq *rx)
+	struct fid_ep *open_ep(struct fi_info *info, struct fid_cq *tx, struct fid_cq *rx,
+			       uint64_t tx_bind_flags = FI_TRANSMIT)
 	{
 		struct fid_ep *ep = nullptr;
 		EXPECT_EQ(fi_endpoint(domain_, info, &ep, nullptr), 0);
 		if (!ep)
 			return nullptr;
 		EXPECT_EQ(fi_ep_bind(ep, &eq_->fid, 0), 0);
-		EXPECT_EQ(fi_ep_bind(ep, &tx->fid, FI_TRANSMIT), 0);
+		EXPECT_EQ(fi_ep_bind(ep, &tx->fid, tx_bind_flags), 0);
 		EXPECT_EQ(fi_ep_bind(ep, &rx->fid, FI_RECV), 0);
 		EXPECT_EQ(fi_enable(ep), 0);
 		return ep;
@@ -171,7 +172,7 @@ protected:
 		listen();
 		client_tx_ = open_cq();
 		client_rx_ = open_cq();
-		client_ = open_ep(info_, client_tx_, client_rx_);
+		client_ = open_ep(info_, client_tx_, client_rx_, client_tx_bind_flags_);
 		ASSERT_TRUE(client_);
 		post_recv(client_, client_buf_, "client-early");
 		ASSERT_EQ(fi_connect(client_, &server_addr_, "hello", 5), 0);
@@ -237,6 +238,7 @@ protected:
 	struct fid_cq *server_tx_ = nullptr, *server_rx_ = nullptr;
 	struct sockaddr_in server_addr_ {};
 	std::vector<char> client_buf_, server_buf_;
+	uint64_t client_tx_bind_flags_ = FI_TRANSMIT;
 	std::vector<struct fid_mr *> mrs_;
 	std::vector<Event> events_;
 };
@@ -476,6 +478,66 @@ TEST_F(VerbsDevice, BadInputIsRefused)
 	size_t size = 0, len = sizeof(size);
 	EXPECT_EQ(fi_getopt(&client_->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &size, &len), 0);
 	EXPECT_GT(size, 0u);
+}
+
+TEST_F(VerbsDevice, ShutdownReachesThePeer)
+{
+	connect_pair();
+	if (HasFatalFailure())
+		return;
+	ASSERT_EQ(fi_shutdown(client_, 0), 0);
+	Event shutdown;
+	ASSERT_TRUE(wait_event(FI_SHUTDOWN, &server_->fid, &shutdown));
+	// The server's early receive is flushed back to it.
+	struct fi_cq_data_entry entry {};
+	struct fi_cq_err_entry err {};
+	EXPECT_EQ(wait_cq(server_rx_, &entry, &err), -FI_EAVAIL);
+	EXPECT_EQ(err.err, FI_ECANCELED);
+}
+
+TEST_F(VerbsDevice, SelectiveCompletionReportsOnlyWhatIsAskedFor)
+{
+	client_tx_bind_flags_ = FI_TRANSMIT | FI_SELECTIVE_COMPLETION;
+	connect_pair();
+	if (HasFatalFailure())
+		return;
+	char small[8] = "quiet";
+	ASSERT_EQ(fi_send(client_, small, sizeof(small), nullptr, 0, (void *)"quiet"), 0);
+	struct fi_cq_data_entry entry {};
+	struct fi_cq_err_entry err {};
+	ASSERT_EQ(wait_cq(server_rx_, &entry, &err), 1);
+	post_recv(server_, server_buf_, "rx2");
+	struct iovec iov = {small, sizeof(small)};
+	struct fi_msg msg {};
+	msg.msg_iov = &iov;
+	msg.iov_count = 1;
+	msg.context = (void *)"loud";
+	ASSERT_EQ(fi_sendmsg(client_, &msg, FI_COMPLETION), 0);
+	ASSERT_EQ(wait_cq(server_rx_, &entry, &err), 1);
+	ASSERT_EQ(wait_cq(client_tx_, &entry, &err), 1);
+	EXPECT_STREQ((char *)entry.op_context, "loud");
+	EXPECT_EQ(fi_cq_read(client_tx_, &entry, 1), -FI_EAGAIN);
+}
+
+TEST_F(VerbsDevice, EqWriteAndItsWaitFd)
+{
+	int fd = -1;
+	ASSERT_EQ(fi_control(&eq_->fid, FI_GETWAIT, &fd), 0);
+	struct pollfd pfd = {fd, POLLIN, 0};
+	EXPECT_EQ(poll(&pfd, 1, 0), 0);
+	struct fi_eq_entry in {};
+	in.context = (void *)"user";
+	in.data = 42;
+	ASSERT_EQ(fi_eq_write(eq_, FI_NOTIFY, &in, sizeof(in), 0), (ssize_t)sizeof(in));
+	EXPECT_EQ(poll(&pfd, 1, 0), 1);
+	struct fi_eq_entry out {};
+	uint32_t event = 0;
+	ASSERT_EQ(fi_eq_read(eq_, &event, &out, sizeof(out), 0), (ssize_t)sizeof(out));
+	EXPECT_EQ(event, (uint32_t)FI_NOTIFY);
+	EXPECT_EQ(out.data, 42u);
+	EXPECT_EQ(poll(&pfd, 1, 0), 0);
+	EXPECT_EQ(fi_eq_read(eq_, &event, &out, sizeof(out), 0), -FI_EAGAIN);
+	EXPECT_EQ(fi_eq_sread(eq_, &event, &out, sizeof(out), 20, 0), -FI_EAGAIN);
 }
 
 } // namespace

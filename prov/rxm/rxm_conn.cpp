@@ -254,8 +254,11 @@ void RxmEndpoint::handle_eq_event(uint32_t event, const struct fi_eq_cm_entry *e
 	}
 	case FI_SHUTDOWN: {
 		RxmConn *conn = conn_of(conns_, entry->fid);
-		if (conn)
+		if (conn) {
+			// Messages the peer sent before closing may still sit in the core CQ.
+			drain_core_cq();
 			fail_conn(conn, -FI_ECONNRESET);
+		}
 		break;
 	}
 	default:
@@ -293,6 +296,20 @@ void RxmEndpoint::fail_conn(RxmConn *conn, int err)
 	auto it = peers_.find(conn->peer_name);
 	if (it != peers_.end() && it->second == conn)
 		peers_.erase(it);
+	// The core reports nothing more for a closed endpoint: finish what it still held.
+	for (TxBuffer &buf : tx_buffers_)
+		if (buf.conn == conn)
+			on_tx_buffer_done(&buf, err);
+	for (TxOp &op : ops_)
+		if (op.in_use && op.conn == conn && op.outstanding &&
+		    (op.kind == TxKind::rma_read || op.kind == TxKind::rma_write))
+			on_rma_done(&op, err);
+	for (RecvOp &op : recvs_)
+		if (op.in_use && op.conn == conn && op.reads_outstanding) {
+			op.reads_outstanding = 0;
+			op.error = err;
+			pending_reads_.push_back(&op);
+		}
 	while (TxOp *op = conn->backlog.pop_front())
 		fail_op(op, err);
 	while (TxOp *op = conn->awaiting.pop_front())

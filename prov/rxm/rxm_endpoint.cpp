@@ -113,8 +113,11 @@ int RxmEndpoint::bind(struct fid *bfid, uint64_t flags)
 		}
 		return 0;
 	}
+	case FI_CLASS_EQ:
+		// Nothing is reported on it: connections are internal to rxm.
+		return flags ? -FI_EBADFLAGS : 0;
 	default:
-		return -FI_ENOSYS; // counters and EQs are not supported on rxm endpoints
+		return -FI_ENOSYS; // counters are not supported on rxm endpoints
 	}
 }
 
@@ -225,6 +228,7 @@ int RxmEndpoint::enable()
 			TxBuffer &b = tx_buffers_[i];
 			b.core.kind = CoreOpKind::tx_buffer;
 			b.core.owner = nullptr;
+			b.conn = nullptr;
 			b.data = tx_slab_.data() + i * buf_size;
 			b.next_free = free_tx_;
 			free_tx_ = &b;
@@ -367,6 +371,16 @@ void RxmEndpoint::progress()
 	std::lock_guard guard(lock_);
 	if (!enabled_)
 		return;
+	drain_core_cq();
+	drain_core_eq();
+	post_pending_reads();
+	for (auto &[name, conn] : peers_)
+		if (!conn->backlog.empty())
+			pump(conn);
+}
+
+void RxmEndpoint::drain_core_cq()
+{
 	fi_cq_data_entry comps[16];
 	for (int round = 0; round < 8; round++) {
 		ssize_t n = fi_cq_read(core_cq_, comps, 16);
@@ -419,7 +433,10 @@ void RxmEndpoint::progress()
 		if (n < 16)
 			break;
 	}
+}
 
+void RxmEndpoint::drain_core_eq()
+{
 	alignas(fi_eq_cm_entry) uint8_t buf[sizeof(fi_eq_cm_entry) + 256];
 	for (int i = 0; i < 16; i++) {
 		uint32_t event = 0;
@@ -435,12 +452,6 @@ void RxmEndpoint::progress()
 			break;
 		handle_eq_event(event, reinterpret_cast<fi_eq_cm_entry *>(buf), static_cast<size_t>(n));
 	}
-
-	post_pending_reads();
-	std::vector<RxmConn *> work;
-	work.swap(pending_pump_);
-	for (RxmConn *conn : work)
-		pump(conn);
 }
 
 } // namespace rxm

@@ -93,6 +93,8 @@ private:
 	RxmEndpoint(RxmDomain *domain, struct fi_info *info, void *context);
 	int enable();
 	void shutdown_all();
+	void drain_core_cq();
+	void drain_core_eq();
 
 	// Sending (rxm_send.cpp)
 	ssize_t send_common(const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
@@ -187,7 +189,6 @@ private:
 	std::unordered_map<std::string, RxmConn *> peers_;
 	std::vector<std::unique_ptr<RxmConn>> conns_; // all connections, freed at close
 	std::deque<RecvOp *> pending_reads_;
-	std::vector<RxmConn *> pending_pump_;
 };
 
 } // namespace rxm

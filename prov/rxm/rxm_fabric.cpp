@@ -36,6 +36,13 @@ int RxmFabric::domain(struct fi_info *info, struct fid_domain **domain, void *co
 	return RxmDomain::open(this, info, domain, context);
 }
 
+int RxmFabric::eq_open(struct fi_eq_attr *attr, struct fid_eq **eq, void *context)
+{
+	// RDM endpoints report no connection events; an EQ only carries what the application
+	// writes into it, which the core's EQ does just as well.
+	return fi_eq_open(core_, attr, eq, context);
+}
+
 int RxmFabric::trywait(struct fid **, int)
 {
 	// Waiting on rxm objects always goes through their own sread, which progresses the core.

@@ -6,6 +6,7 @@
 
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
+#include <rdma/fi_eq.h>
 
 namespace rxm {
 
@@ -18,6 +19,7 @@ public:
 	struct fid_fabric *core() const { return core_; }
 
 	int domain(struct fi_info *info, struct fid_domain **domain, void *context);
+	int eq_open(struct fi_eq_attr *attr, struct fid_eq **eq, void *context);
 	int trywait(struct fid **fids, int count);
 
 private:

@@ -45,6 +45,7 @@ struct RxBuffer {
 struct TxBuffer {
 	CoreContext core;
 	TxOp *op;       // owner; nullptr for internal control messages
+	RxmConn *conn;  // set while the core holds the buffer
 	uint8_t *data;
 	size_t len;
 	TxBuffer *next_free;

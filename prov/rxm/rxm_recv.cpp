@@ -347,8 +347,7 @@ void RxmEndpoint::repost(RxBuffer *buf)
 void RxmEndpoint::on_rx_buffer(RxBuffer *buf, size_t len)
 {
 	RxmConn *conn = buf->conn;
-	if (conn->state == ConnState::closed)
-		return;
+	// A closed connection's last messages are still delivered; its buffers are not reposted.
 	WireHeader hdr;
 	std::span<const uint8_t> message(buf->data, len);
 	if (decode_message(message, &hdr)) {

@@ -79,6 +79,7 @@ TxBuffer *RxmEndpoint::alloc_tx_buffer()
 	if (b) {
 		free_tx_ = b->next_free;
 		b->op = nullptr;
+		b->conn = nullptr;
 		b->len = 0;
 	}
 	return b;
@@ -261,6 +262,7 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 			fail_op(op, static_cast<int>(ret));
 			return true;
 		}
+		buf->conn = conn;
 		op->prepared = nullptr;
 		op->outstanding++;
 		if (op->kind == TxKind::rndv)
@@ -297,6 +299,7 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 				fail_op(op, static_cast<int>(ret));
 				return true;
 			}
+			buf->conn = conn;
 			op->queued_len += n;
 			op->outstanding++;
 		}
@@ -333,6 +336,7 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 void RxmEndpoint::on_tx_buffer_done(TxBuffer *buf, int err)
 {
 	TxOp *op = buf->op;
+	buf->conn = nullptr;
 	free_tx_buffer(buf);
 	if (!op)
 		return;

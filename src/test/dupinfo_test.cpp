@@ -123,6 +123,35 @@ TEST(DupInfo, AddressLengthWithoutAddressIsDropped)
 	fi_freeinfo(copy);
 }
 
+int nic_closes = 0;
+
+int count_close(fid *)
+{
+	++nic_closes;
+	return 0;
+}
+
+TEST(DupInfo, NicBelongsToTheOriginal)
+{
+	fi_ops nic_ops{};
+	nic_ops.size = sizeof(nic_ops);
+	nic_ops.close = count_close;
+	fid_nic nic{};
+	nic.fid.fclass = FI_CLASS_NIC;
+	nic.fid.ops = &nic_ops;
+
+	fi_info *orig = fi_allocinfo();
+	orig->nic = &nic;
+	fi_info *copy = fi_dupinfo(orig);
+	ASSERT_NE(copy, nullptr);
+	EXPECT_EQ(copy->nic, nullptr);
+	nic_closes = 0;
+	fi_freeinfo(copy);
+	EXPECT_EQ(nic_closes, 0);
+	fi_freeinfo(orig); // the owner's NIC object is closed with its info
+	EXPECT_EQ(nic_closes, 1);
+}
+
 TEST(DupInfo, NullIsSafe)
 {
 	fi_freeinfo(nullptr);

@@ -5,6 +5,7 @@
 #include <rdma/fabric.h>
 
 #include <cstring>
+#include <mutex>
 #include <string>
 
 namespace fake {
@@ -13,6 +14,9 @@ Observed observed;
 fi_threading threading = FI_THREAD_SAFE;
 
 namespace {
+
+// Tests may call fi_getinfo from several threads at once.
+std::mutex observed_lock;
 
 fi_info *make_info(const char *prov_name, fi_ep_type type, uint64_t caps)
 {
@@ -63,10 +67,13 @@ constexpr uint64_t msg_caps = FI_MSG | FI_RMA | FI_SEND | FI_RECV | FI_READ | FI
 int core_getinfo(uint32_t, const char *node, const char *service, uint64_t flags,
 		 const fi_info *, fi_info **info)
 {
-	++observed.core_calls;
-	observed.node = node;
-	observed.service = service;
-	observed.flags = flags;
+	{
+		std::lock_guard guard(observed_lock);
+		++observed.core_calls;
+		observed.node = node;
+		observed.service = service;
+		observed.flags = flags;
+	}
 	fi_info *msg = make_info(nullptr, FI_EP_MSG, msg_caps);
 	msg->next = make_info(nullptr, FI_EP_RDM, msg_caps | FI_TAGGED);
 	*info = msg;
@@ -83,7 +90,10 @@ int other_getinfo(uint32_t, const char *, const char *, uint64_t, const fi_info 
 int util_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
 		 const fi_info *, fi_info **info)
 {
-	++observed.util_calls;
+	{
+		std::lock_guard guard(observed_lock);
+		++observed.util_calls;
+	}
 	fi_info *hints = fi_allocinfo();
 	hints->ep_attr->type = FI_EP_MSG;
 	hints->mode = ~0ULL;

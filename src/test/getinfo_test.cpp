@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -349,6 +351,29 @@ TEST_F(GetinfoTest, FabricGoesToTheNamedProvider)
 	EXPECT_EQ(fi_fabric(&attr, &fabric, nullptr), -FI_EINVAL);
 	EXPECT_EQ(fi_fabric(nullptr, &fabric, nullptr), -FI_EINVAL);
 	EXPECT_EQ(fake::observed.fabric_calls, 3);
+}
+
+TEST_F(GetinfoTest, ConcurrentCallersGetIndependentLists)
+{
+	std::atomic<int> failures{0};
+	std::vector<std::thread> threads;
+	for (int t = 0; t < 4; ++t)
+		threads.emplace_back([&] {
+			for (int i = 0; i < 50; ++i) {
+				fi_info *info = nullptr;
+				if (fi_getinfo(api, nullptr, nullptr, 0, nullptr, &info) != 0)
+					++failures;
+				int count = 0;
+				for (fi_info *cur = info; cur; cur = cur->next)
+					++count;
+				if (count != 5)
+					++failures;
+				fi_freeinfo(info);
+			}
+		});
+	for (std::thread &t : threads)
+		t.join();
+	EXPECT_EQ(failures.load(), 0);
 }
 
 TEST(CoreEntryPoints, VersionAndOpen)

@@ -1,0 +1,47 @@
+// ConnRequest: an incoming connection accepted by a passive endpoint. It reads the
+// connector's CM request; once complete it is handed to the application as the `handle` of
+// the FI_CONNREQ info, and is consumed by fi_endpoint (which takes the socket) or fi_reject.
+#ifndef PROV_TCP_TCP_CONN_REQUEST_H
+#define PROV_TCP_TCP_CONN_REQUEST_H
+
+#include "prov/tcp/tcp_cm_message.h"
+#include "prov/util/fid_object.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace tcp {
+
+class ConnRequest : public util::FidStorage<struct fid>, public util::FidObject {
+public:
+	ConnRequest(int fd, const sockaddr_storage &peer)
+	    : util::FidObject(embedded_fid, FI_CLASS_CONNREQ, nullptr), fd_(fd), peer_(peer)
+	{
+	}
+	~ConnRequest() override
+	{
+		if (fd_ >= 0)
+			::close(fd_);
+	}
+
+	int fd() const { return fd_; }
+	// Hands the socket over (to the accepting endpoint).
+	int take_fd()
+	{
+		int fd = fd_;
+		fd_ = -1;
+		return fd;
+	}
+	const sockaddr_storage &peer() const { return peer_; }
+	CmReader &reader() { return reader_; }
+	struct fid *handle() { return fid(); }
+
+private:
+	int fd_;
+	sockaddr_storage peer_;
+	CmReader reader_;
+};
+
+} // namespace tcp
+
+#endif

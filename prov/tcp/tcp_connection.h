@@ -1,0 +1,206 @@
+// Connection: the data stream of one connected endpoint. It frames operations with the wire
+// header (tcp_wire.h), streams payloads between the socket and user or registered memory,
+// matches incoming messages to posted receives, serves the peer's RMA requests and
+// completes the local ones. It never blocks: progress_tx()/progress_rx() do what the socket
+// allows and return.
+#ifndef PROV_TCP_TCP_CONNECTION_H
+#define PROV_TCP_TCP_CONNECTION_H
+
+#include "prov/tcp/tcp_iov_cursor.h"
+#include "prov/tcp/tcp_wire.h"
+
+#include <rdma/fabric.h>
+#include <rdma/fi_rma.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace tcp {
+
+// What a connection needs from its endpoint: completions, registered memory, failure reports.
+class ConnectionOwner {
+public:
+	virtual ~ConnectionOwner() = default;
+	// A send-side operation finished (err = 0 or a positive FI_E* code). `op_flags` are
+	// the flags it was posted with, `cq_flags` describe the completion (FI_SEND|FI_MSG...).
+	virtual void tx_done(void *context, uint64_t op_flags, uint64_t cq_flags, size_t len,
+			     int err) = 0;
+	// A receive-side event: a matched message (or its error), or remote CQ data of an RMA
+	// write (context NULL). `olen` = bytes that did not fit.
+	virtual void rx_done(void *context, uint64_t op_flags, uint64_t cq_flags, void *buf,
+			     size_t len, uint64_t data, int err, size_t olen) = 0;
+	// The peer read or wrote registered memory (FI_REMOTE_READ / FI_REMOTE_WRITE).
+	virtual void remote_done(uint64_t flags) = 0;
+	// Checks a peer's access to registered memory; 0 with *addr set, or -FI_EACCES/-FI_EINVAL.
+	virtual int remote_access(uint64_t key, uint64_t offset, uint64_t len, uint64_t access,
+				  uint8_t **addr) = 0;
+	// The stream ended (peer closed, socket error or protocol violation).
+	virtual void connection_lost(int err) = 0;
+};
+
+// One posted receive.
+struct RxEntry {
+	void *context = nullptr;
+	uint64_t op_flags = 0;        // as posted (FI_COMPLETION, FI_MULTI_RECV, ...)
+	iovec iov[IovCursor::kMaxSegments]{};
+	size_t iov_count = 0;
+	size_t capacity = 0;
+	size_t multi_offset = 0;      // FI_MULTI_RECV: bytes already consumed
+	RxEntry *next = nullptr;
+};
+
+enum class TxKind : uint8_t { msg, write, read, ack, read_response };
+
+// One operation travelling to the peer (or a response the peer asked for).
+struct TxEntry {
+	TxKind kind = TxKind::msg;
+	bool in_use = false;
+	bool needs_response = false;     // completes on the peer's ack or read response
+	bool awaiting_response = false;  // sent, response not yet in
+	bool silent = false;             // inject calls: no successful completion
+	uint64_t op_flags = 0;           // as posted, handed back with the completion
+	uint64_t id = 0;                 // wire id: pool slot | generation << 32
+	void *context = nullptr;
+	uint64_t cq_flags = 0;           // FI_SEND|FI_MSG, FI_RMA|FI_WRITE, FI_RMA|FI_READ
+	size_t len = 0;
+	uint8_t header[kWireHeaderSize]{};
+	IovCursor out;                   // header + payload still to write
+	IovCursor read_into;             // reads: where the response lands
+	uint8_t *inject = nullptr;       // inline copy for FI_INJECT (pool storage)
+	TxEntry *next = nullptr;
+};
+
+// Fixed-size pool handing out TxEntry slots without allocating on the data path.
+class TxPool {
+public:
+	TxPool(size_t entries, size_t inject_size);
+	TxEntry *get();
+	void put(TxEntry *e);
+	// The entry a peer's ack/read response names, or nullptr if it names none of ours.
+	TxEntry *find_awaiting(uint64_t id);
+	size_t available() const { return free_.size(); }
+	size_t capacity() const { return entries_.size(); }
+	template <class Fn>
+	void for_each_in_use(Fn fn)
+	{
+		for (auto &e : entries_)
+			if (e.in_use)
+				fn(&e);
+	}
+
+private:
+	std::vector<TxEntry> entries_;
+	std::vector<uint8_t> inject_storage_;
+	std::vector<TxEntry *> free_;
+	uint32_t generation_ = 1;
+};
+
+// One send-side operation as the endpoint hands it over.
+struct PostArgs {
+	const iovec *iov = nullptr;
+	size_t count = 0;
+	void *context = nullptr;
+	uint64_t op_flags = 0;   // handed back with the completion
+	uint64_t data = 0;       // remote CQ data, sent when op_flags has FI_REMOTE_CQ_DATA
+	bool copy = false;       // FI_INJECT: copy the payload before returning
+	bool want_ack = false;   // FI_DELIVERY_COMPLETE: complete when the peer has it
+	bool silent = false;     // fi_inject*: no successful completion
+};
+
+struct Limits {
+	size_t tx_size = 256;
+	size_t rx_size = 256;
+	size_t inject_size = 128;
+};
+
+class Connection {
+public:
+	Connection(ConnectionOwner &owner, const Limits &limits);
+	~Connection();
+
+	// Starts streaming on a connected, non-blocking socket (ownership moves here).
+	void attach(int fd);
+	int fd() const { return fd_; }
+	bool active() const { return fd_ >= 0 && !failed_; }
+	// Stops the stream (local shutdown or close): queued and outstanding operations
+	// complete with FI_ECANCELED. Posted receives stay until cancelled or closed.
+	void stop();
+
+	// Posting; all return 0 or -FI_EAGAIN (queue full) / -FI_EINVAL / -FI_ENOTCONN.
+	// Operations posted before attach() wait in the queue.
+	int post_recv(const iovec *iov, size_t count, void *context, uint64_t op_flags);
+	int cancel_recv(void *context);
+	int post_msg(const PostArgs &args);
+	int post_write(const PostArgs &args, const fi_rma_iov &target);
+	int post_read(const PostArgs &args, const fi_rma_iov &target);
+	size_t tx_free() const { return tx_pool_.available(); }
+	size_t rx_free() const { return rx_free_.size(); }
+
+	void set_min_multi_recv(size_t bytes) { min_multi_recv_ = bytes; }
+	size_t min_multi_recv() const { return min_multi_recv_; }
+
+	// Progress; both return quickly. progress_rx reads only while it can deliver.
+	void progress_tx();
+	void progress_rx();
+	bool wants_write() const { return fd_ >= 0 && !failed_ && tx_head_; }
+	// True while incoming data waits for a receive to be posted (the socket is not read).
+	bool blocked_on_recv() const { return rx_state_ == RxState::pending; }
+
+private:
+	// `pending`: a decoded header waits for a posted receive or a free response slot.
+	enum class RxState { header, pending, payload };
+	enum class RxTarget { message, write, read_response, discard };
+
+	void enqueue(TxEntry *e);
+	TxEntry *new_response(WireOp op, uint64_t id, int status, uint64_t size);
+	TxEntry *new_request(TxKind kind, const PostArgs &args, size_t total);
+	void append_payload(TxEntry *e, const PostArgs &args, size_t total);
+	void complete_tx(TxEntry *e, int err);
+	bool start_operation();           // header decoded: decide where the payload goes
+	bool start_message();
+	bool start_write();
+	bool start_read_request();
+	bool start_read_response();
+	bool handle_ack();
+	void finish_payload();
+	void protocol_error(const char *why);
+	void lost(int err);               // stream failure: stop() and tell the owner
+	void reset_rx();
+	// Reads into the current target; returns false when the socket has no more data.
+	bool read_payload();
+	bool read_header();
+
+	ConnectionOwner &owner_;
+	Limits limits_;
+	int fd_ = -1;
+	bool failed_ = false;
+	size_t min_multi_recv_ = 0;
+
+	TxPool tx_pool_;         // operations posted by the application
+	TxPool response_pool_;   // acks and read responses owed to the peer
+	TxEntry *tx_head_ = nullptr, *tx_tail_ = nullptr;
+
+	RxEntry *rx_head_ = nullptr, *rx_tail_ = nullptr;
+	std::vector<RxEntry> rx_entries_;
+	std::vector<RxEntry *> rx_free_;
+
+	RxState rx_state_ = RxState::header;
+	uint8_t header_buf_[kWireHeaderSize]{};
+	size_t header_got_ = 0;
+	WireHeader header_{};
+	RxTarget target_ = RxTarget::discard;
+	IovCursor into_;              // where payload bytes go
+	uint64_t discard_left_ = 0;   // payload bytes to drop after `into_` is full
+	uint64_t message_size_ = 0;
+	uint64_t placed_ = 0;         // bytes of the message that fit the receive
+	TxEntry *reply_ = nullptr;    // ack owed once this payload is in
+	TxEntry *read_ = nullptr;     // our read being answered
+	RxEntry *matched_ = nullptr;  // receive being filled
+	void *matched_buf_ = nullptr;
+	int write_status_ = 0;
+	uint8_t scratch_[4096]{};
+};
+
+} // namespace tcp
+
+#endif

@@ -1,0 +1,354 @@
+// Connection: the receive side of the stream (posted receives, header dispatch, payload
+// placement, serving the peer's RMA requests and completing ours).
+#include "prov/tcp/tcp_connection.h"
+
+#include "prov/tcp/tcp_provider.h"
+
+#include <rdma/fi_errno.h>
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cerrno>
+
+namespace tcp {
+
+int Connection::post_recv(const iovec *iov, size_t count, void *context, uint64_t op_flags)
+{
+	if (count > kIovLimit || (count && !iov))
+		return -FI_EINVAL;
+	if ((op_flags & FI_MULTI_RECV) && count != 1)
+		return -FI_EINVAL;
+	size_t capacity = 0;
+	for (size_t i = 0; i < count; i++) {
+		if ((iov[i].iov_len && !iov[i].iov_base) ||
+		    __builtin_add_overflow(capacity, iov[i].iov_len, &capacity))
+			return -FI_EINVAL;
+	}
+	if (rx_free_.empty())
+		return -FI_EAGAIN;
+	RxEntry *r = rx_free_.back();
+	rx_free_.pop_back();
+	*r = RxEntry{};
+	r->context = context;
+	r->op_flags = op_flags;
+	for (size_t i = 0; i < count; i++)
+		r->iov[i] = iov[i];
+	r->iov_count = count;
+	r->capacity = capacity;
+	if (rx_tail_)
+		rx_tail_->next = r;
+	else
+		rx_head_ = r;
+	rx_tail_ = r;
+	if (rx_state_ == RxState::pending)
+		progress_rx();
+	return 0;
+}
+
+int Connection::cancel_recv(void *context)
+{
+	RxEntry *prev = nullptr;
+	for (RxEntry *r = rx_head_; r; prev = r, r = r->next) {
+		if (r->context != context || r == matched_)
+			continue;
+		(prev ? prev->next : rx_head_) = r->next;
+		if (rx_tail_ == r)
+			rx_tail_ = prev;
+		uint64_t op_flags = r->op_flags;
+		uint64_t flags = FI_RECV | FI_MSG | (op_flags & FI_MULTI_RECV);
+		void *buf = r->iov_count ? r->iov[0].iov_base : nullptr;
+		rx_free_.push_back(r);
+		owner_.rx_done(context, op_flags, flags, buf, 0, 0, FI_ECANCELED, 0);
+		return 0;
+	}
+	return -FI_ENOENT;
+}
+
+void Connection::reset_rx()
+{
+	rx_state_ = RxState::header;
+	header_got_ = 0;
+	matched_ = nullptr;
+	discard_left_ = 0;
+	into_.clear();
+}
+
+void Connection::progress_rx()
+{
+	// A bounded number of steps per call so one busy peer cannot starve the others.
+	for (int budget = 64; budget > 0 && active(); budget--) {
+		switch (rx_state_) {
+		case RxState::header:
+			if (!read_header())
+				return;
+			rx_state_ = RxState::pending;
+			[[fallthrough]];
+		case RxState::pending:
+			if (!start_operation())
+				return;
+			break;
+		case RxState::payload:
+			if (!read_payload())
+				return;
+			break;
+		}
+	}
+}
+
+// Maps a failed or empty socket read to "stop for now" (false) or a lost connection.
+static bool socket_read_ok(ssize_t n, bool *lost_peer, bool *again)
+{
+	*lost_peer = false;
+	*again = false;
+	if (n > 0)
+		return true;
+	if (n == 0)
+		*lost_peer = true;
+	else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+		*again = true;
+	else
+		*lost_peer = true;
+	return false;
+}
+
+bool Connection::read_header()
+{
+	while (header_got_ < kWireHeaderSize) {
+		ssize_t n = recv(fd_, header_buf_ + header_got_, kWireHeaderSize - header_got_,
+				 MSG_DONTWAIT);
+		bool peer_gone, again;
+		if (!socket_read_ok(n, &peer_gone, &again)) {
+			if (peer_gone)
+				lost(n == 0 ? 0 : FI_ECONNRESET);
+			return false;
+		}
+		header_got_ += static_cast<size_t>(n);
+	}
+	if (decode_header(header_buf_, UINT64_MAX, &header_) != 0) {
+		protocol_error("malformed header");
+		return false;
+	}
+	return true;
+}
+
+bool Connection::start_operation()
+{
+	switch (header_.op) {
+	case WireOp::msg:
+		return start_message();
+	case WireOp::write:
+		return start_write();
+	case WireOp::read_request:
+		return start_read_request();
+	case WireOp::read_response:
+		return start_read_response();
+	case WireOp::ack:
+		return handle_ack();
+	}
+	protocol_error("unknown operation");
+	return false;
+}
+
+bool Connection::start_message()
+{
+	if ((header_.flags & kWireFlagWantAck) && !reply_) {
+		reply_ = new_response(WireOp::ack, header_.id, 0, 0);
+		if (!reply_)
+			return false;
+	}
+	RxEntry *r = rx_head_;
+	if (!r)
+		return false;   // backpressure: the data stays in the socket until a receive
+	matched_ = r;
+	into_.clear();
+	uint64_t size = header_.size;
+	if (r->op_flags & FI_MULTI_RECV) {
+		auto *base = static_cast<uint8_t *>(r->iov[0].iov_base) + r->multi_offset;
+		size_t room = r->capacity - r->multi_offset;
+		into_.append(base, size < room ? size : room);
+		matched_buf_ = base;
+	} else {
+		for (size_t i = 0; i < r->iov_count; i++)
+			into_.append(r->iov[i].iov_base, r->iov[i].iov_len);
+		if (size < r->capacity)
+			into_.truncate(size);
+		matched_buf_ = r->iov_count ? r->iov[0].iov_base : nullptr;
+	}
+	placed_ = into_.remaining();
+	discard_left_ = size - placed_;
+	message_size_ = size;
+	target_ = RxTarget::message;
+	rx_state_ = RxState::payload;
+	if (into_.done() && discard_left_ == 0)
+		finish_payload();
+	return true;
+}
+
+bool Connection::start_write()
+{
+	uint8_t *addr = nullptr;
+	int status = owner_.remote_access(header_.rma_key, header_.rma_offset, header_.size,
+					  FI_REMOTE_WRITE, &addr);
+	if (!reply_) {
+		reply_ = new_response(WireOp::ack, header_.id, status, 0);
+		if (!reply_)
+			return false;
+	}
+	into_.clear();
+	if (status == 0) {
+		into_.append(addr, header_.size);
+		discard_left_ = 0;
+	} else {
+		FI_INFO(&provider, FI_LOG_EP_DATA, "refusing remote write: %s\n",
+			fi_strerror(-status));
+		discard_left_ = header_.size;
+	}
+	write_status_ = status;
+	target_ = RxTarget::write;
+	rx_state_ = RxState::payload;
+	if (into_.done() && discard_left_ == 0)
+		finish_payload();
+	return true;
+}
+
+bool Connection::start_read_request()
+{
+	uint8_t *addr = nullptr;
+	int status = owner_.remote_access(header_.rma_key, header_.rma_offset, header_.size,
+					  FI_REMOTE_READ, &addr);
+	TxEntry *e = new_response(WireOp::read_response, header_.id, status,
+				  status == 0 ? header_.size : 0);
+	if (!e)
+		return false;
+	if (status == 0) {
+		e->out.append(addr, header_.size);
+		owner_.remote_done(FI_REMOTE_READ);
+	} else
+		FI_INFO(&provider, FI_LOG_EP_DATA, "refusing remote read: %s\n",
+			fi_strerror(-status));
+	enqueue(e);
+	reset_rx();
+	progress_tx();
+	return true;
+}
+
+bool Connection::start_read_response()
+{
+	TxEntry *r = tx_pool_.find_awaiting(header_.id);
+	if (!r || r->kind != TxKind::read) {
+		protocol_error("read response for no outstanding read");
+		return false;
+	}
+	if (header_.status != 0) {
+		reset_rx();
+		complete_tx(r, -header_.status);
+		return true;
+	}
+	if (header_.size != r->len) {
+		protocol_error("read response of the wrong length");
+		return false;
+	}
+	read_ = r;
+	into_ = r->read_into;
+	discard_left_ = 0;
+	target_ = RxTarget::read_response;
+	rx_state_ = RxState::payload;
+	if (into_.done())
+		finish_payload();
+	return true;
+}
+
+bool Connection::handle_ack()
+{
+	TxEntry *r = tx_pool_.find_awaiting(header_.id);
+	if (!r || r->kind == TxKind::read) {
+		protocol_error("ack for no outstanding operation");
+		return false;
+	}
+	reset_rx();
+	complete_tx(r, -header_.status);
+	return true;
+}
+
+bool Connection::read_payload()
+{
+	ssize_t n;
+	if (!into_.done()) {
+		n = readv(fd_, into_.current(), into_.current_count());
+	} else {
+		size_t chunk = discard_left_ < sizeof(scratch_) ? discard_left_ : sizeof(scratch_);
+		n = recv(fd_, scratch_, chunk, MSG_DONTWAIT);
+	}
+	bool peer_gone, again;
+	if (!socket_read_ok(n, &peer_gone, &again)) {
+		if (peer_gone)
+			lost(n == 0 ? 0 : FI_ECONNRESET);
+		return false;
+	}
+	if (!into_.done())
+		into_.advance(static_cast<size_t>(n));
+	else
+		discard_left_ -= static_cast<uint64_t>(n);
+	if (into_.done() && discard_left_ == 0)
+		finish_payload();
+	return true;
+}
+
+void Connection::finish_payload()
+{
+	RxTarget target = target_;
+	TxEntry *reply = reply_;
+	reply_ = nullptr;
+	WireHeader h = header_;
+	RxEntry *r = matched_;
+	TxEntry *read = read_;
+	read_ = nullptr;
+	reset_rx();
+
+	switch (target) {
+	case RxTarget::message: {
+		bool truncated = placed_ < message_size_;
+		uint64_t flags = FI_RECV | FI_MSG;
+		if (h.flags & kWireFlagRemoteData)
+			flags |= FI_REMOTE_CQ_DATA;
+		bool release = true;
+		if (r->op_flags & FI_MULTI_RECV) {
+			r->multi_offset += placed_;
+			size_t left = r->capacity - r->multi_offset;
+			release = truncated || left == 0 || left < min_multi_recv_;
+			if (release)
+				flags |= FI_MULTI_RECV;
+		}
+		void *context = r->context;
+		uint64_t op_flags = r->op_flags;
+		if (release) {
+			rx_head_ = r->next;
+			if (!rx_head_)
+				rx_tail_ = nullptr;
+			rx_free_.push_back(r);
+		}
+		owner_.rx_done(context, op_flags, flags, matched_buf_, placed_, h.cq_data,
+			       truncated ? FI_ETRUNC : 0, message_size_ - placed_);
+		break;
+	}
+	case RxTarget::write:
+		if (write_status_ == 0)
+			owner_.remote_done(FI_REMOTE_WRITE);
+		if (write_status_ == 0 && (h.flags & kWireFlagRemoteData))
+			owner_.rx_done(nullptr, 0, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
+				       nullptr, h.size, h.cq_data, 0, 0);
+		break;
+	case RxTarget::read_response:
+		complete_tx(read, 0);
+		break;
+	case RxTarget::discard:
+		break;
+	}
+	if (reply) {
+		enqueue(reply);
+		progress_tx();
+	}
+}
+
+} // namespace tcp

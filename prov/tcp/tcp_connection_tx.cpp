@@ -1,0 +1,317 @@
+// Connection: pools, posting of operations and the send side of the stream.
+#include "prov/tcp/tcp_connection.h"
+
+#include "prov/tcp/tcp_provider.h"
+
+#include <rdma/fi_errno.h>
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace tcp {
+
+TxPool::TxPool(size_t entries, size_t inject_size)
+    : entries_(entries), inject_storage_(entries * inject_size)
+{
+	free_.reserve(entries);
+	for (size_t i = entries; i-- > 0;) {
+		entries_[i].inject = inject_size ? inject_storage_.data() + i * inject_size : nullptr;
+		free_.push_back(&entries_[i]);
+	}
+}
+
+TxEntry *TxPool::get()
+{
+	if (free_.empty())
+		return nullptr;
+	TxEntry *e = free_.back();
+	free_.pop_back();
+	size_t slot = static_cast<size_t>(e - entries_.data());
+	uint8_t *inject = e->inject;
+	*e = TxEntry{};
+	e->inject = inject;
+	e->in_use = true;
+	e->id = slot | (static_cast<uint64_t>(generation_++) << 32);
+	return e;
+}
+
+void TxPool::put(TxEntry *e)
+{
+	e->in_use = false;
+	e->awaiting_response = false;
+	free_.push_back(e);
+}
+
+TxEntry *TxPool::find_awaiting(uint64_t id)
+{
+	uint64_t slot = id & 0xffffffffu;
+	if (slot >= entries_.size())
+		return nullptr;
+	TxEntry *e = &entries_[slot];
+	return e->in_use && e->awaiting_response && e->id == id ? e : nullptr;
+}
+
+Connection::Connection(ConnectionOwner &owner, const Limits &limits)
+    : owner_(owner), limits_(limits), tx_pool_(limits.tx_size, limits.inject_size),
+      // The peer may have this many reads and acknowledged operations in flight before we
+      // stop reading its stream; it bounds memory, not correctness.
+      response_pool_(limits.rx_size + limits.tx_size, 0), rx_entries_(limits.rx_size)
+{
+	rx_free_.reserve(rx_entries_.size());
+	for (auto &r : rx_entries_)
+		rx_free_.push_back(&r);
+}
+
+Connection::~Connection()
+{
+	if (fd_ >= 0)
+		::close(fd_);
+}
+
+void Connection::attach(int fd)
+{
+	fd_ = fd;
+	progress_tx();
+}
+
+void Connection::enqueue(TxEntry *e)
+{
+	e->next = nullptr;
+	if (tx_tail_)
+		tx_tail_->next = e;
+	else
+		tx_head_ = e;
+	tx_tail_ = e;
+}
+
+void Connection::complete_tx(TxEntry *e, int err)
+{
+	if (e->kind == TxKind::ack || e->kind == TxKind::read_response) {
+		response_pool_.put(e);
+		return;
+	}
+	void *context = e->context;
+	uint64_t op_flags = e->op_flags, cq_flags = e->cq_flags;
+	size_t len = e->len;
+	bool silent = e->silent;
+	tx_pool_.put(e);
+	if (!silent || err)
+		owner_.tx_done(context, op_flags, cq_flags, len, err);
+}
+
+TxEntry *Connection::new_response(WireOp op, uint64_t id, int status, uint64_t size)
+{
+	TxEntry *e = response_pool_.get();
+	if (!e)
+		return nullptr;
+	e->kind = op == WireOp::ack ? TxKind::ack : TxKind::read_response;
+	WireHeader h;
+	h.op = op;
+	h.id = id;
+	h.status = status;
+	h.size = size;
+	encode_header(h, e->header);
+	e->out.append(e->header, kWireHeaderSize);
+	return e;
+}
+
+namespace {
+
+// Sums buffer lengths; false on overflow or too many buffers.
+bool total_length(const iovec *iov, size_t count, size_t *total)
+{
+	if (count > kIovLimit || (count && !iov))
+		return false;
+	size_t sum = 0;
+	for (size_t i = 0; i < count; i++) {
+		if (__builtin_add_overflow(sum, iov[i].iov_len, &sum))
+			return false;
+		if (iov[i].iov_len && !iov[i].iov_base)
+			return false;
+	}
+	*total = sum;
+	return true;
+}
+
+} // namespace
+
+TxEntry *Connection::new_request(TxKind kind, const PostArgs &args, size_t total)
+{
+	TxEntry *e = tx_pool_.get();
+	if (!e)
+		return nullptr;
+	e->kind = kind;
+	e->context = args.context;
+	e->op_flags = args.op_flags;
+	e->silent = args.silent;
+	e->len = total;
+	return e;
+}
+
+void Connection::append_payload(TxEntry *e, const PostArgs &args, size_t total)
+{
+	e->out.append(e->header, kWireHeaderSize);
+	if (args.copy) {
+		size_t at = 0;
+		for (size_t i = 0; i < args.count; i++) {
+			memcpy(e->inject + at, args.iov[i].iov_base, args.iov[i].iov_len);
+			at += args.iov[i].iov_len;
+		}
+		e->out.append(e->inject, total);
+	} else {
+		for (size_t i = 0; i < args.count; i++)
+			e->out.append(args.iov[i].iov_base, args.iov[i].iov_len);
+	}
+}
+
+int Connection::post_msg(const PostArgs &args)
+{
+	size_t total = 0;
+	if (!total_length(args.iov, args.count, &total) ||
+	    (args.copy && total > limits_.inject_size))
+		return -FI_EINVAL;
+	if (failed_)
+		return -FI_ENOTCONN;
+	TxEntry *e = new_request(TxKind::msg, args, total);
+	if (!e)
+		return -FI_EAGAIN;
+	e->cq_flags = FI_SEND | FI_MSG;
+	e->needs_response = args.want_ack;
+	WireHeader h;
+	h.op = WireOp::msg;
+	h.size = total;
+	h.id = e->id;
+	if (args.op_flags & FI_REMOTE_CQ_DATA) {
+		h.flags |= kWireFlagRemoteData;
+		h.cq_data = args.data;
+	}
+	if (args.want_ack)
+		h.flags |= kWireFlagWantAck;
+	encode_header(h, e->header);
+	append_payload(e, args, total);
+	enqueue(e);
+	progress_tx();
+	return 0;
+}
+
+int Connection::post_write(const PostArgs &args, const fi_rma_iov &target)
+{
+	size_t total = 0;
+	if (!total_length(args.iov, args.count, &total) || total != target.len ||
+	    (args.copy && total > limits_.inject_size))
+		return -FI_EINVAL;
+	if (failed_)
+		return -FI_ENOTCONN;
+	TxEntry *e = new_request(TxKind::write, args, total);
+	if (!e)
+		return -FI_EAGAIN;
+	e->cq_flags = FI_RMA | FI_WRITE;
+	// The target's verdict on key, range and rights comes back in an ack.
+	e->needs_response = true;
+	WireHeader h;
+	h.op = WireOp::write;
+	h.flags = kWireFlagWantAck;
+	h.size = total;
+	h.id = e->id;
+	h.rma_key = target.key;
+	h.rma_offset = target.addr;
+	if (args.op_flags & FI_REMOTE_CQ_DATA) {
+		h.flags |= kWireFlagRemoteData;
+		h.cq_data = args.data;
+	}
+	encode_header(h, e->header);
+	append_payload(e, args, total);
+	enqueue(e);
+	progress_tx();
+	return 0;
+}
+
+int Connection::post_read(const PostArgs &args, const fi_rma_iov &target)
+{
+	size_t total = 0;
+	if (!total_length(args.iov, args.count, &total) || total != target.len || args.copy)
+		return -FI_EINVAL;
+	if (failed_)
+		return -FI_ENOTCONN;
+	TxEntry *e = new_request(TxKind::read, args, total);
+	if (!e)
+		return -FI_EAGAIN;
+	e->cq_flags = FI_RMA | FI_READ;
+	e->needs_response = true;
+	for (size_t i = 0; i < args.count; i++)
+		e->read_into.append(args.iov[i].iov_base, args.iov[i].iov_len);
+	WireHeader h;
+	h.op = WireOp::read_request;
+	h.size = total;
+	h.id = e->id;
+	h.rma_key = target.key;
+	h.rma_offset = target.addr;
+	encode_header(h, e->header);
+	e->out.append(e->header, kWireHeaderSize);
+	enqueue(e);
+	progress_tx();
+	return 0;
+}
+
+void Connection::progress_tx()
+{
+	while (tx_head_ && active()) {
+		TxEntry *e = tx_head_;
+		msghdr m{};
+		m.msg_iov = const_cast<iovec *>(e->out.current());
+		m.msg_iovlen = static_cast<size_t>(e->out.current_count());
+		ssize_t n = e->out.done() ? 0 : sendmsg(fd_, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				lost(FI_ECONNRESET);
+			return;
+		}
+		e->out.advance(static_cast<size_t>(n));
+		if (!e->out.done())
+			return;
+		tx_head_ = e->next;
+		if (!tx_head_)
+			tx_tail_ = nullptr;
+		if (e->needs_response)
+			e->awaiting_response = true;
+		else
+			complete_tx(e, 0);
+	}
+}
+
+void Connection::stop()
+{
+	if (failed_)
+		return;
+	failed_ = true;
+	if (fd_ >= 0)
+		::shutdown(fd_, SHUT_RDWR);
+	tx_head_ = tx_tail_ = nullptr;
+	reply_ = nullptr;
+	read_ = nullptr;
+	reset_rx();
+	response_pool_.for_each_in_use([this](TxEntry *e) { response_pool_.put(e); });
+	tx_pool_.for_each_in_use([this](TxEntry *e) { complete_tx(e, FI_ECANCELED); });
+}
+
+void Connection::lost(int err)
+{
+	if (failed_)
+		return;
+	stop();
+	owner_.connection_lost(err);
+}
+
+void Connection::protocol_error(const char *why)
+{
+	FI_WARN(&provider, FI_LOG_EP_DATA, "dropping connection: peer violated protocol (%s)\n",
+		why);
+	lost(FI_EIO);
+}
+
+} // namespace tcp

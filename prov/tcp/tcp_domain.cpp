@@ -1,0 +1,35 @@
+#include "prov/tcp/tcp_domain.h"
+
+#include "prov/tcp/tcp_endpoint.h"
+
+namespace tcp {
+
+TcpDomain::TcpDomain(TcpFabric &fabric, const struct fi_info *info, void *context)
+    : util::Domain(fabric, info, context)
+{
+	install_ops<TcpDomain>();
+}
+
+int TcpDomain::endpoint(struct fi_info *info, struct fid_ep **ep, void *context)
+{
+	if (!info || !ep)
+		return -FI_EINVAL;
+	if (info->ep_attr && info->ep_attr->type != FI_EP_MSG &&
+	    info->ep_attr->type != FI_EP_UNSPEC)
+		return -FI_EINVAL;
+	auto *e = new TcpEndpoint(*this, info, context);
+	*ep = e->ep_fid();
+	return 0;
+}
+
+int TcpDomain::remote_access(uint64_t key, uint64_t offset, uint64_t len, uint64_t access,
+			     uint8_t **addr)
+{
+	void *target = nullptr;
+	int ret = mr_map().lookup(key, offset, len, access, &target);
+	if (ret == 0)
+		*addr = static_cast<uint8_t *>(target);
+	return ret;
+}
+
+} // namespace tcp

@@ -1,0 +1,25 @@
+// TcpDomain: one network interface. util::Domain brings CQs, counters, the MR map and the
+// progress engine; this adds endpoints and the RMA target check used by connections.
+#ifndef PROV_TCP_TCP_DOMAIN_H
+#define PROV_TCP_TCP_DOMAIN_H
+
+#include "prov/tcp/tcp_fabric.h"
+#include "prov/util/domain.h"
+
+namespace tcp {
+
+class TcpDomain : public util::Domain {
+public:
+	TcpDomain(TcpFabric &fabric, const struct fi_info *info, void *context);
+
+	int endpoint(struct fi_info *info, struct fid_ep **ep, void *context);
+
+	// A peer's RMA access: key, [offset, offset+len) inside the region, access rights.
+	// 0 with *addr set; -FI_EINVAL (unknown key, out of range) or -FI_EACCES (no right).
+	int remote_access(uint64_t key, uint64_t offset, uint64_t len, uint64_t access,
+			  uint8_t **addr);
+};
+
+} // namespace tcp
+
+#endif

@@ -1,0 +1,258 @@
+// TcpEndpoint: construction, options, progress glue and the Connection's reports.
+#include "prov/tcp/tcp_endpoint.h"
+
+#include "prov/tcp/tcp_conn_request.h"
+#include "prov/tcp/tcp_interfaces.h"
+#include "prov/tcp/tcp_provider.h"
+#include "prov/util/error.h"
+#include "prov/util/event_queue.h"
+
+#include <rdma/fi_cm.h>
+
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace tcp {
+namespace {
+
+Limits limits_for(const fi_info *info)
+{
+	const Settings &s = settings();
+	Limits limits;
+	limits.tx_size = info->tx_attr && info->tx_attr->size ? info->tx_attr->size : s.tx_size;
+	limits.rx_size = info->rx_attr && info->rx_attr->size ? info->rx_attr->size : s.rx_size;
+	limits.inject_size = s.max_inject;
+	if (info->tx_attr && info->tx_attr->inject_size)
+		limits.inject_size = std::min(info->tx_attr->inject_size, s.max_inject);
+	// Bound what one endpoint may pin in pools, whatever an application asks for.
+	constexpr size_t kMaxQueue = 1 << 16;
+	limits.tx_size = std::min(limits.tx_size, kMaxQueue);
+	limits.rx_size = std::min(limits.rx_size, kMaxQueue);
+	return limits;
+}
+
+bool copy_sockaddr(const void *addr, size_t len, sockaddr_storage *out)
+{
+	size_t need = sockaddr_length(static_cast<const sockaddr *>(addr));
+	if (!addr || need == 0 || len < need)
+		return false;
+	memcpy(out, addr, need);
+	return true;
+}
+
+} // namespace
+
+TcpEndpoint::TcpEndpoint(TcpDomain &domain, const struct fi_info *info, void *context)
+    : util::Endpoint(domain, info, context), conn_(*this, limits_for(info))
+{
+	if (info->src_addr)
+		have_local_ = copy_sockaddr(info->src_addr, info->src_addrlen, &local_);
+	if (info->dest_addr)
+		have_peer_ = copy_sockaddr(info->dest_addr, info->dest_addrlen, &peer_);
+	if (info->handle) {
+		auto *request = util::fid_cast<ConnRequest>(info->handle, FI_CLASS_CONNREQ);
+		if (!request)
+			throw util::Error(-FI_EINVAL);
+		cm_fd_ = request->take_fd();
+		peer_ = request->peer();
+		have_peer_ = true;
+		from_request_ = true;
+		delete request;
+	}
+	conn_.set_min_multi_recv(min_multi_recv());
+	install_ops<TcpEndpoint>();
+}
+
+TcpEndpoint::~TcpEndpoint()
+{
+	unregister();
+	if (cm_fd_ >= 0)
+		::close(cm_fd_);
+}
+
+int TcpEndpoint::close()
+{
+	if (busy())
+		return -FI_EBUSY;
+	{
+		util::LockGuard guard(domain().lock());
+		unregister();
+		state_ = State::closed;
+	}
+	return util::Endpoint::close();
+}
+
+int TcpEndpoint::enable()
+{
+	return util::Endpoint::enable();
+}
+
+int TcpEndpoint::getopt(int level, int optname, void *optval, size_t *optlen)
+{
+	if (level == FI_OPT_ENDPOINT && optname == FI_OPT_CM_DATA_SIZE) {
+		if (!optval || !optlen)
+			return -FI_EINVAL;
+		if (*optlen < sizeof(size_t)) {
+			*optlen = sizeof(size_t);
+			return -FI_ETOOSMALL;
+		}
+		*static_cast<size_t *>(optval) = kMaxCmData;
+		*optlen = sizeof(size_t);
+		return 0;
+	}
+	return util::Endpoint::getopt(level, optname, optval, optlen);
+}
+
+int TcpEndpoint::setopt(int level, int optname, const void *optval, size_t optlen)
+{
+	int ret = util::Endpoint::setopt(level, optname, optval, optlen);
+	if (ret == 0) {
+		util::LockGuard guard(domain().lock());
+		conn_.set_min_multi_recv(min_multi_recv());
+	}
+	return ret;
+}
+
+ssize_t TcpEndpoint::cancel(void *context)
+{
+	util::LockGuard guard(domain().lock());
+	return conn_.cancel_recv(context);
+}
+
+ssize_t TcpEndpoint::rx_size_left()
+{
+	util::LockGuard guard(domain().lock());
+	return static_cast<ssize_t>(conn_.rx_free());
+}
+
+ssize_t TcpEndpoint::tx_size_left()
+{
+	util::LockGuard guard(domain().lock());
+	return static_cast<ssize_t>(conn_.tx_free());
+}
+
+void TcpEndpoint::unregister()
+{
+	if (registered_fd_ >= 0)
+		domain().engine().remove_fd(registered_fd_);
+	registered_fd_ = -1;
+	registered_events_ = 0;
+}
+
+void TcpEndpoint::update_registration()
+{
+	int fd = -1;
+	uint32_t events = 0;
+	switch (state_) {
+	case State::connecting:
+		fd = cm_fd_;
+		events = EPOLLOUT;
+		break;
+	case State::awaiting_reply:
+		fd = cm_fd_;
+		events = EPOLLIN;
+		break;
+	case State::connected:
+		fd = conn_.fd();
+		// While incoming data waits for a receive, EPOLLIN (and the peer's hang-up)
+		// would only wake blocked readers in a loop; posting a receive resumes reading.
+		if (!conn_.blocked_on_recv())
+			events |= EPOLLIN;
+		if (conn_.wants_write())
+			events |= EPOLLOUT;
+		break;
+	case State::idle:
+	case State::closed:
+		break;
+	}
+	if (registered_fd_ >= 0 && (registered_fd_ != fd || events == 0))
+		unregister();
+	if (fd < 0 || events == 0)
+		return;
+	int ret;
+	if (registered_fd_ == fd) {
+		if (events == registered_events_)
+			return;
+		ret = domain().engine().modify_fd(fd, events, this);
+	} else {
+		ret = domain().engine().add_fd(fd, events, this);
+	}
+	if (ret) {
+		FI_WARN(&provider, FI_LOG_EP_DATA, "cannot watch socket: %s\n", fi_strerror(-ret));
+		return;
+	}
+	registered_fd_ = fd;
+	registered_events_ = events;
+}
+
+void TcpEndpoint::on_fd_ready(int, uint32_t)
+{
+	switch (state_) {
+	case State::connecting:
+		progress_connect();
+		break;
+	case State::awaiting_reply:
+		progress_reply();
+		break;
+	case State::connected:
+		conn_.progress_rx();
+		conn_.progress_tx();
+		break;
+	case State::idle:
+	case State::closed:
+		break;
+	}
+	update_registration();
+}
+
+void TcpEndpoint::tx_done(void *context, uint64_t op_flags, uint64_t cq_flags, size_t len,
+			  int err)
+{
+	if (err)
+		fail_tx(context, cq_flags, err, err, len);
+	else
+		complete_tx(op_flags, context, cq_flags, len);
+}
+
+void TcpEndpoint::rx_done(void *context, uint64_t op_flags, uint64_t cq_flags, void *buf,
+			  size_t len, uint64_t data, int err, size_t olen)
+{
+	if (err) {
+		fail_rx(context, cq_flags, err, err, len, buf, olen, data);
+		return;
+	}
+	if (cq_flags & FI_REMOTE_WRITE) {
+		// Remote CQ data of an RMA write: always reported, it has no posting flags.
+		complete_rx(FI_COMPLETION, nullptr, cq_flags, len, nullptr, data);
+		return;
+	}
+	complete_rx(op_flags, context, cq_flags, len, buf, data);
+}
+
+void TcpEndpoint::remote_done(uint64_t flags)
+{
+	count_remote(flags);
+}
+
+int TcpEndpoint::remote_access(uint64_t key, uint64_t offset, uint64_t len, uint64_t access,
+			       uint8_t **addr)
+{
+	return tcp_domain().remote_access(key, offset, len, access, addr);
+}
+
+void TcpEndpoint::connection_lost(int err)
+{
+	state_ = State::closed;
+	unregister();
+	if (err)
+		FI_INFO(&provider, FI_LOG_EP_DATA, "connection to %s lost: %s\n",
+			sockaddr_to_string(reinterpret_cast<const sockaddr *>(&peer_)).c_str(),
+			fi_strerror(err));
+	if (eq())
+		eq()->write_cm(FI_SHUTDOWN, &ep_fid()->fid, nullptr, nullptr, 0);
+}
+
+} // namespace tcp

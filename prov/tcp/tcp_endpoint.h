@@ -1,0 +1,124 @@
+// TcpEndpoint: an FI_EP_MSG endpoint over one TCP connection.
+//
+// Lifecycle: idle -> (fi_connect) connecting -> awaiting_reply -> connected, or
+// idle with a ConnRequest handle -> (fi_accept) connected; connected -> closed on
+// fi_shutdown, peer close or a stream error. The socket is registered in the domain's
+// progress engine; the events asked for follow the state (EPOLLOUT only while something waits
+// to be sent, no EPOLLIN while incoming data waits for a posted receive).
+// Data transfer is done by the Connection; this class checks arguments, applies operation
+// flags and turns the Connection's reports into CQ entries, counters and EQ events.
+// Every API entry holds the domain lock (the engine's), like progress does.
+#ifndef PROV_TCP_TCP_ENDPOINT_H
+#define PROV_TCP_TCP_ENDPOINT_H
+
+#include "prov/tcp/tcp_cm_message.h"
+#include "prov/tcp/tcp_connection.h"
+#include "prov/tcp/tcp_domain.h"
+#include "prov/util/endpoint.h"
+#include "prov/util/progress_engine.h"
+
+#include <rdma/fi_rma.h>
+
+#include <sys/socket.h>
+
+namespace tcp {
+
+class TcpEndpoint : public util::Endpoint, public util::FdHandler, public ConnectionOwner {
+public:
+	TcpEndpoint(TcpDomain &domain, const struct fi_info *info, void *context);
+	~TcpEndpoint() override;
+
+	// ---- fi_ops / fi_ops_ep ----
+	int close() override;
+	int enable() override;
+	int getopt(int level, int optname, void *optval, size_t *optlen);
+	int setopt(int level, int optname, const void *optval, size_t optlen);
+	ssize_t cancel(void *context);
+	ssize_t rx_size_left();
+	ssize_t tx_size_left();
+
+	// ---- fi_ops_cm (tcp_endpoint_cm.cpp) ----
+	int getname(void *addr, size_t *addrlen);
+	int setname(void *addr, size_t addrlen);
+	int getpeer(void *addr, size_t *addrlen);
+	int connect(const void *addr, const void *param, size_t paramlen);
+	int accept(const void *param, size_t paramlen);
+	int shutdown(uint64_t flags);
+
+	// ---- fi_ops_msg (tcp_endpoint_msg.cpp) ----
+	ssize_t recv(void *buf, size_t len, void *desc, fi_addr_t src_addr, void *context);
+	ssize_t recvv(const struct iovec *iov, void **desc, size_t count, fi_addr_t src_addr,
+		      void *context);
+	ssize_t recvmsg(const struct fi_msg *msg, uint64_t flags);
+	ssize_t send(const void *buf, size_t len, void *desc, fi_addr_t dest_addr, void *context);
+	ssize_t sendv(const struct iovec *iov, void **desc, size_t count, fi_addr_t dest_addr,
+		      void *context);
+	ssize_t sendmsg(const struct fi_msg *msg, uint64_t flags);
+	ssize_t inject(const void *buf, size_t len, fi_addr_t dest_addr);
+	ssize_t senddata(const void *buf, size_t len, void *desc, uint64_t data,
+			 fi_addr_t dest_addr, void *context);
+	ssize_t injectdata(const void *buf, size_t len, uint64_t data, fi_addr_t dest_addr);
+
+	// ---- fi_ops_rma (tcp_endpoint_rma.cpp) ----
+	ssize_t read(void *buf, size_t len, void *desc, fi_addr_t src_addr, uint64_t addr,
+		     uint64_t key, void *context);
+	ssize_t readv(const struct iovec *iov, void **desc, size_t count, fi_addr_t src_addr,
+		      uint64_t addr, uint64_t key, void *context);
+	ssize_t readmsg(const struct fi_msg_rma *msg, uint64_t flags);
+	ssize_t write(const void *buf, size_t len, void *desc, fi_addr_t dest_addr,
+		      uint64_t addr, uint64_t key, void *context);
+	ssize_t writev(const struct iovec *iov, void **desc, size_t count, fi_addr_t dest_addr,
+		       uint64_t addr, uint64_t key, void *context);
+	ssize_t writemsg(const struct fi_msg_rma *msg, uint64_t flags);
+	ssize_t inject_write(const void *buf, size_t len, fi_addr_t dest_addr, uint64_t addr,
+			     uint64_t key);
+	ssize_t writedata(const void *buf, size_t len, void *desc, uint64_t data,
+			  fi_addr_t dest_addr, uint64_t addr, uint64_t key, void *context);
+	ssize_t inject_writedata(const void *buf, size_t len, uint64_t data, fi_addr_t dest_addr,
+				 uint64_t addr, uint64_t key);
+
+	// ---- progress and Connection reports ----
+	void on_fd_ready(int fd, uint32_t events) override;
+	void tx_done(void *context, uint64_t op_flags, uint64_t cq_flags, size_t len,
+		     int err) override;
+	void rx_done(void *context, uint64_t op_flags, uint64_t cq_flags, void *buf, size_t len,
+		     uint64_t data, int err, size_t olen) override;
+	void remote_done(uint64_t flags) override;
+	int remote_access(uint64_t key, uint64_t offset, uint64_t len, uint64_t access,
+			  uint8_t **addr) override;
+	void connection_lost(int err) override;
+
+private:
+	enum class State { idle, connecting, awaiting_reply, connected, closed };
+
+	TcpDomain &tcp_domain() { return static_cast<TcpDomain &>(domain()); }
+	// Re-registers the socket with the events the current state needs.
+	void update_registration();
+	void unregister();
+	void progress_connect();
+	void progress_reply();
+	void connect_failed(int err, const void *data, size_t len);
+	void become_connected(int fd);
+	int check_can_post() const;
+	ssize_t post_send(PostArgs &args);
+	ssize_t post_rma(bool is_write, PostArgs &args, const struct fi_rma_iov *rma,
+			 size_t rma_count);
+
+	Connection conn_;
+	State state_ = State::idle;
+	int cm_fd_ = -1;                // socket while connection management runs
+	int registered_fd_ = -1;
+	uint32_t registered_events_ = 0;
+	CmReader reply_;
+	uint8_t request_data_[kMaxCmData]{};
+	size_t request_len_ = 0;
+	sockaddr_storage local_{};      // bind address (info src_addr or fi_setname)
+	sockaddr_storage peer_{};
+	bool have_local_ = false;
+	bool have_peer_ = false;
+	bool from_request_ = false;     // opened from an FI_CONNREQ info, waits for fi_accept
+};
+
+} // namespace tcp
+
+#endif

@@ -1,0 +1,232 @@
+// TcpEndpoint: connection management (fi_connect, fi_accept, fi_shutdown, names).
+#include "prov/tcp/tcp_endpoint.h"
+
+#include "prov/tcp/tcp_interfaces.h"
+#include "prov/tcp/tcp_provider.h"
+#include "prov/tcp/tcp_socket.h"
+#include "prov/util/event_queue.h"
+
+#include <rdma/fi_cm.h>
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace tcp {
+namespace {
+
+// Errors of a connect attempt that belong in the EQ (the peer's answer), not in the return
+// value of fi_connect (a bad argument).
+bool is_peer_error(int err)
+{
+	return err == ECONNREFUSED || err == ENETUNREACH || err == EHOSTUNREACH ||
+	       err == ETIMEDOUT || err == ECONNRESET || err == EHOSTDOWN || err == ENETDOWN;
+}
+
+} // namespace
+
+int TcpEndpoint::getname(void *addr, size_t *addrlen)
+{
+	util::LockGuard guard(domain().lock());
+	int fd = state_ == State::connected ? conn_.fd() : cm_fd_;
+	if (fd >= 0) {
+		sockaddr_storage bound{};
+		socklen_t len = sizeof(bound);
+		if (getsockname(fd, reinterpret_cast<sockaddr *>(&bound), &len) == 0)
+			return copy_address_out(bound, addr, addrlen);
+	}
+	if (!have_local_)
+		return -FI_EADDRNOTAVAIL;
+	return copy_address_out(local_, addr, addrlen);
+}
+
+int TcpEndpoint::setname(void *addr, size_t addrlen)
+{
+	util::LockGuard guard(domain().lock());
+	if (state_ != State::idle || from_request_)
+		return -FI_EOPBADSTATE;
+	size_t need = sockaddr_length(static_cast<const sockaddr *>(addr));
+	if (!addr || need == 0 || addrlen < need)
+		return -FI_EINVAL;
+	memcpy(&local_, addr, need);
+	have_local_ = true;
+	return 0;
+}
+
+int TcpEndpoint::getpeer(void *addr, size_t *addrlen)
+{
+	util::LockGuard guard(domain().lock());
+	if (!have_peer_ || state_ == State::idle)
+		return -FI_ENOTCONN;
+	return copy_address_out(peer_, addr, addrlen);
+}
+
+int TcpEndpoint::connect(const void *addr, const void *param, size_t paramlen)
+{
+	util::LockGuard guard(domain().lock());
+	if (state_ != State::idle || from_request_)
+		return -FI_EOPBADSTATE;
+	if (!eq())
+		return -FI_ENOEQ;
+	if (paramlen > kMaxCmData || (paramlen && !param))
+		return -FI_EINVAL;
+	const sockaddr *dest = static_cast<const sockaddr *>(addr);
+	if (!dest && have_peer_)
+		dest = reinterpret_cast<const sockaddr *>(&peer_);
+	socklen_t dest_len = sockaddr_length(dest);
+	if (dest_len == 0 || sockaddr_port(dest) == 0)
+		return -FI_EINVAL;
+	memmove(&peer_, dest, dest_len);
+	have_peer_ = true;
+
+	int fd = open_stream_socket(peer_.ss_family);
+	if (fd < 0)
+		return fd;
+	auto *local = reinterpret_cast<sockaddr *>(&local_);
+	bool bind_local = have_local_ && local_.ss_family == peer_.ss_family &&
+			  (!is_wildcard_ip(local) || sockaddr_port(local) != 0 ||
+			   settings().port_low != 0);
+	if (bind_local) {
+		int ret = bind_in_port_range(fd, local, sockaddr_length(local));
+		if (ret) {
+			::close(fd);
+			return ret;
+		}
+	}
+	if (paramlen)
+		memcpy(request_data_, param, paramlen);
+	request_len_ = paramlen;
+
+	int ret = ::connect(fd, reinterpret_cast<const sockaddr *>(&peer_), dest_len);
+	if (ret != 0 && errno != EINPROGRESS) {
+		int err = errno;
+		::close(fd);
+		if (!is_peer_error(err))
+			return -err;
+		state_ = State::connecting;
+		connect_failed(err, nullptr, 0);
+		return 0;
+	}
+	cm_fd_ = fd;
+	state_ = State::connecting;
+	update_registration();
+	return 0;
+}
+
+void TcpEndpoint::progress_connect()
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+	if (getsockopt(cm_fd_, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+		err = errno;
+	if (err) {
+		connect_failed(err, nullptr, 0);
+		return;
+	}
+	int ret = send_cm_message(cm_fd_, CmType::request, request_data_, request_len_);
+	if (ret) {
+		connect_failed(-ret, nullptr, 0);
+		return;
+	}
+	state_ = State::awaiting_reply;
+}
+
+void TcpEndpoint::progress_reply()
+{
+	int ret = reply_.read_from(cm_fd_);
+	if (ret == 0)
+		return;
+	if (ret < 0) {
+		// The listener went away (or refused us) without answering.
+		connect_failed(ret == -FI_ECONNRESET ? FI_ECONNREFUSED : -ret, nullptr, 0);
+		return;
+	}
+	switch (reply_.type()) {
+	case CmType::accept: {
+		int fd = cm_fd_;
+		cm_fd_ = -1;
+		if (eq())
+			eq()->write_cm(FI_CONNECTED, &ep_fid()->fid, nullptr, reply_.data(),
+				       reply_.data_len());
+		become_connected(fd);
+		return;
+	}
+	case CmType::reject:
+		connect_failed(FI_ECONNREFUSED, reply_.data(), reply_.data_len());
+		return;
+	case CmType::request:
+		break;
+	}
+	FI_WARN(&provider, FI_LOG_EP_CTRL, "peer answered a connect with a request\n");
+	connect_failed(FI_ECONNABORTED, nullptr, 0);
+}
+
+void TcpEndpoint::connect_failed(int err, const void *data, size_t len)
+{
+	FI_INFO(&provider, FI_LOG_EP_CTRL, "connect to %s failed: %s\n",
+		sockaddr_to_string(reinterpret_cast<const sockaddr *>(&peer_)).c_str(),
+		fi_strerror(err));
+	unregister();
+	if (cm_fd_ >= 0)
+		::close(cm_fd_);
+	cm_fd_ = -1;
+	state_ = State::closed;
+	conn_.stop();
+	if (eq())
+		eq()->write_error(&ep_fid()->fid, ep_fid()->fid.context, 0, err, err, data, len);
+}
+
+void TcpEndpoint::become_connected(int fd)
+{
+	state_ = State::connected;
+	conn_.attach(fd);
+	update_registration();
+}
+
+int TcpEndpoint::accept(const void *param, size_t paramlen)
+{
+	util::LockGuard guard(domain().lock());
+	if (!from_request_ || state_ != State::idle || cm_fd_ < 0)
+		return -FI_EOPBADSTATE;
+	if (!eq())
+		return -FI_ENOEQ;
+	if (paramlen > kMaxCmData || (paramlen && !param))
+		return -FI_EINVAL;
+	int ret = send_cm_message(cm_fd_, CmType::accept, param, paramlen);
+	if (ret)
+		return ret;
+	int fd = cm_fd_;
+	cm_fd_ = -1;
+	eq()->write_cm(FI_CONNECTED, &ep_fid()->fid, nullptr, nullptr, 0);
+	become_connected(fd);
+	return 0;
+}
+
+int TcpEndpoint::shutdown(uint64_t)
+{
+	util::LockGuard guard(domain().lock());
+	switch (state_) {
+	case State::connected:
+		unregister();
+		conn_.stop();
+		break;
+	case State::connecting:
+	case State::awaiting_reply:
+		unregister();
+		::close(cm_fd_);
+		cm_fd_ = -1;
+		conn_.stop();
+		break;
+	case State::idle:
+		if (!from_request_)
+			return -FI_ENOTCONN;
+		break;
+	case State::closed:
+		return 0;
+	}
+	state_ = State::closed;
+	return 0;
+}
+
+} // namespace tcp

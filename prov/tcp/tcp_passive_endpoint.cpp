@@ -1,0 +1,237 @@
+#include "prov/tcp/tcp_passive_endpoint.h"
+
+#include "prov/tcp/tcp_interfaces.h"
+#include "prov/tcp/tcp_provider.h"
+#include "prov/tcp/tcp_socket.h"
+#include "prov/util/error.h"
+#include "prov/util/event_queue.h"
+
+#include <rdma/fi_cm.h>
+
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace tcp {
+
+TcpPassiveEndpoint::TcpPassiveEndpoint(TcpFabric &fabric, const struct fi_info *info,
+				       void *context)
+    : util::PassiveEndpoint(fabric, info, context)
+{
+	if (info->src_addr) {
+		size_t len = sockaddr_length(static_cast<const sockaddr *>(info->src_addr));
+		if (len == 0 || info->src_addrlen < len)
+			throw util::Error(-FI_EINVAL);
+		memcpy(&addr_, info->src_addr, len);
+	} else {
+		auto *in = reinterpret_cast<sockaddr_in *>(&addr_);
+		in->sin_family = info->addr_format == FI_SOCKADDR_IN6 ? AF_INET6 : AF_INET;
+	}
+	install_ops<TcpPassiveEndpoint>();
+}
+
+TcpPassiveEndpoint::~TcpPassiveEndpoint()
+{
+	util::LockGuard guard(fabric().engine().lock());
+	for (ConnRequest *r : reading_) {
+		fabric().engine().remove_fd(r->fd());
+		delete r;
+	}
+	if (listen_fd_ >= 0) {
+		fabric().engine().remove_fd(listen_fd_);
+		::close(listen_fd_);
+	}
+}
+
+int TcpPassiveEndpoint::close()
+{
+	if (busy())
+		return -FI_EBUSY;
+	// The destructor unregisters the sockets under the engine lock, so no progress pass
+	// can be dispatching to this object while it goes away.
+	return util::PassiveEndpoint::close();
+}
+
+int TcpPassiveEndpoint::listen()
+{
+	util::LockGuard guard(fabric().engine().lock());
+	if (listen_fd_ >= 0)
+		return -FI_EALREADY;
+	if (!eq())
+		return -FI_ENOEQ;
+	auto *sa = reinterpret_cast<sockaddr *>(&addr_);
+	int fd = open_stream_socket(sa->sa_family);
+	if (fd < 0)
+		return fd;
+	int on = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+	int ret = bind_in_port_range(fd, sa, sockaddr_length(sa));
+	if (ret == 0 && ::listen(fd, SOMAXCONN) != 0)
+		ret = -errno;
+	socklen_t len = sizeof(addr_);
+	if (ret == 0 && getsockname(fd, sa, &len) != 0)
+		ret = -errno;
+	if (ret == 0)
+		ret = fabric().engine().add_fd(fd, EPOLLIN, this);
+	if (ret) {
+		FI_WARN(&provider, FI_LOG_EP_CTRL, "cannot listen on %s: %s\n",
+			sockaddr_to_string(sa).c_str(), fi_strerror(-ret));
+		::close(fd);
+		return ret;
+	}
+	listen_fd_ = fd;
+	return 0;
+}
+
+int TcpPassiveEndpoint::getname(void *addr, size_t *addrlen)
+{
+	return copy_address_out(addr_, addr, addrlen);
+}
+
+int TcpPassiveEndpoint::setname(void *addr, size_t addrlen)
+{
+	util::LockGuard guard(fabric().engine().lock());
+	if (listen_fd_ >= 0)
+		return -FI_EOPBADSTATE;
+	size_t len = sockaddr_length(static_cast<const sockaddr *>(addr));
+	if (!addr || len == 0 || addrlen < len)
+		return -FI_EINVAL;
+	memcpy(&addr_, addr, len);
+	return 0;
+}
+
+int TcpPassiveEndpoint::getopt(int level, int optname, void *optval, size_t *optlen)
+{
+	if (level != FI_OPT_ENDPOINT || !optval || !optlen)
+		return -FI_EINVAL;
+	if (optname != FI_OPT_CM_DATA_SIZE)
+		return -FI_ENOPROTOOPT;
+	if (*optlen < sizeof(size_t)) {
+		*optlen = sizeof(size_t);
+		return -FI_ETOOSMALL;
+	}
+	*static_cast<size_t *>(optval) = kMaxCmData;
+	*optlen = sizeof(size_t);
+	return 0;
+}
+
+int TcpPassiveEndpoint::setopt(int level, int, const void *, size_t)
+{
+	return level == FI_OPT_ENDPOINT ? -FI_ENOPROTOOPT : -FI_EINVAL;
+}
+
+int TcpPassiveEndpoint::reject(struct fid *handle, const void *param, size_t paramlen)
+{
+	if (paramlen > kMaxCmData || (paramlen && !param))
+		return -FI_EINVAL;
+	util::LockGuard guard(fabric().engine().lock());
+	auto *request = util::fid_cast<ConnRequest>(handle, FI_CLASS_CONNREQ);
+	if (!request)
+		return -FI_EINVAL;
+	int ret = send_cm_message(request->fd(), CmType::reject, param, paramlen);
+	delete request;
+	return ret;
+}
+
+void TcpPassiveEndpoint::on_fd_ready(int fd, uint32_t)
+{
+	if (fd == listen_fd_) {
+		accept_connections();
+		return;
+	}
+	auto it = std::find_if(reading_.begin(), reading_.end(),
+			       [fd](ConnRequest *r) { return r->fd() == fd; });
+	if (it != reading_.end())
+		read_request(*it);
+}
+
+void TcpPassiveEndpoint::accept_connections()
+{
+	for (;;) {
+		sockaddr_storage peer{};
+		socklen_t len = sizeof(peer);
+		int fd = accept4(listen_fd_, reinterpret_cast<sockaddr *>(&peer), &len,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				FI_WARN(&provider, FI_LOG_EP_CTRL, "accept failed: %s\n",
+					strerror(errno));
+			return;
+		}
+		apply_socket_options(fd);
+		auto *request = new ConnRequest(fd, peer);
+		if (fabric().engine().add_fd(fd, EPOLLIN, this) != 0) {
+			delete request;
+			continue;
+		}
+		reading_.push_back(request);
+		read_request(request);
+	}
+}
+
+void TcpPassiveEndpoint::drop_request(ConnRequest *request)
+{
+	fabric().engine().remove_fd(request->fd());
+	reading_.erase(std::remove(reading_.begin(), reading_.end(), request), reading_.end());
+	delete request;
+}
+
+void TcpPassiveEndpoint::read_request(ConnRequest *request)
+{
+	int ret = request->reader().read_from(request->fd());
+	if (ret == 0)
+		return;
+	if (ret < 0 || request->reader().type() != CmType::request) {
+		FI_INFO(&provider, FI_LOG_EP_CTRL, "dropping incoming connection from %s\n",
+			sockaddr_to_string(reinterpret_cast<const sockaddr *>(&request->peer()))
+				.c_str());
+		drop_request(request);
+		return;
+	}
+	fabric().engine().remove_fd(request->fd());
+	reading_.erase(std::remove(reading_.begin(), reading_.end(), request), reading_.end());
+	if (report_request(request) != 0)
+		delete request;
+}
+
+int TcpPassiveEndpoint::report_request(ConnRequest *request)
+{
+	fi_info *info = fi_dupinfo(this->info());
+	if (!info)
+		return -FI_ENOMEM;
+	free(info->dest_addr);
+	free(info->src_addr);
+	info->dest_addr = info->src_addr = nullptr;
+	info->dest_addrlen = info->src_addrlen = 0;
+	const sockaddr_storage &peer = request->peer();
+	size_t peer_len = sockaddr_length(reinterpret_cast<const sockaddr *>(&peer));
+	sockaddr_storage local{};
+	socklen_t local_len = sizeof(local);
+	getsockname(request->fd(), reinterpret_cast<sockaddr *>(&local), &local_len);
+	info->dest_addr = malloc(peer_len);
+	info->src_addr = malloc(local_len);
+	if (!info->dest_addr || !info->src_addr) {
+		fi_freeinfo(info);
+		return -FI_ENOMEM;
+	}
+	memcpy(info->dest_addr, &peer, peer_len);
+	info->dest_addrlen = peer_len;
+	memcpy(info->src_addr, &local, local_len);
+	info->src_addrlen = local_len;
+	info->addr_format = peer.ss_family == AF_INET6 ? FI_SOCKADDR_IN6 : FI_SOCKADDR_IN;
+	info->handle = request->handle();
+	// write_cm owns `info` from here on, also when it fails.
+	int ret = eq()->write_cm(FI_CONNREQ, &pep_fid()->fid, info, request->reader().data(),
+				 request->reader().data_len());
+	if (ret)
+		FI_WARN(&provider, FI_LOG_EP_CTRL, "cannot report connection request: %s\n",
+			fi_strerror(-ret));
+	return ret;
+}
+
+} // namespace tcp

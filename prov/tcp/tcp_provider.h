@@ -1,0 +1,38 @@
+// The tcp provider's identity and its tunables (FI_TCP_* environment variables).
+#ifndef PROV_TCP_TCP_PROVIDER_H
+#define PROV_TCP_TCP_PROVIDER_H
+
+#include <rdma/fabric.h>
+#include <rdma/providers/fi_prov.h>
+#include <rdma/providers/fi_log.h>
+
+#include <cstddef>
+#include <string>
+
+namespace tcp {
+
+extern struct fi_provider provider;
+
+// Values read once from FI_TCP_* at provider init.
+struct Settings {
+	std::string iface;          // FI_TCP_IFACE: only report this interface
+	int port_low = 0;           // FI_TCP_PORT_LOW_RANGE / HIGH_RANGE: ports for binds
+	int port_high = 0;          //   without an explicit port (0 = kernel chooses)
+	size_t tx_size = 256;       // FI_TCP_TX_SIZE
+	size_t rx_size = 256;       // FI_TCP_RX_SIZE
+	size_t max_inject = 128;    // FI_TCP_MAX_INJECT
+	bool nodelay = true;        // FI_TCP_NODELAY
+};
+
+const Settings &settings();
+// Reads the environment; called by ofi_tcp_provider_init (and tests).
+void load_settings();
+
+inline constexpr uint32_t kProviderVersion = FI_VERSION(117, 0);
+inline constexpr size_t kMaxCmData = 256;   // FI_OPT_CM_DATA_SIZE
+inline constexpr size_t kIovLimit = 4;
+inline constexpr size_t kRmaIovLimit = 1;   // one target region per RMA operation
+
+} // namespace tcp
+
+#endif

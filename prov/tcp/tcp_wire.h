@@ -1,0 +1,52 @@
+// The tcp provider's wire protocol: every operation on a connection starts with one fixed-size
+// header, optionally followed by a payload. Headers come from an untrusted peer, so decoding
+// validates every field before any of it is used (see README.md for the format).
+#ifndef PROV_TCP_TCP_WIRE_H
+#define PROV_TCP_TCP_WIRE_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tcp {
+
+inline constexpr uint8_t kWireVersion = 1;
+inline constexpr size_t kWireHeaderSize = 48;
+
+enum class WireOp : uint8_t {
+	msg = 1,          // payload = message bytes for the peer's next receive
+	write = 2,        // payload = bytes for registered memory (rma_key, rma_offset)
+	read_request = 3, // no payload; asks for `size` bytes at (rma_key, rma_offset)
+	read_response = 4,// payload = the requested bytes; answers request `id`
+	ack = 5,          // no payload; completes request `id` (status carries -FI_E* or 0)
+};
+
+// Header flag bits.
+inline constexpr uint16_t kWireFlagRemoteData = 1u << 0;   // cq_data is valid
+inline constexpr uint16_t kWireFlagWantAck = 1u << 1;      // reply with an ack for `id`
+inline constexpr uint16_t kWireKnownFlags = kWireFlagRemoteData | kWireFlagWantAck;
+
+struct WireHeader {
+	WireOp op = WireOp::msg;
+	uint16_t flags = 0;
+	int32_t status = 0;      // 0 or a negative FI_E* code (ack, read_response)
+	uint64_t size = 0;       // payload length; for read_request the requested length
+	uint64_t id = 0;         // initiator's request id, echoed by ack/read_response
+	uint64_t cq_data = 0;
+	uint64_t rma_key = 0;
+	uint64_t rma_offset = 0;
+};
+
+// Encodes `h` into exactly kWireHeaderSize bytes (little-endian, fixed layout).
+void encode_header(const WireHeader &h, uint8_t out[kWireHeaderSize]);
+
+// Decodes and validates. Returns 0 or -FI_EIO (bad version, unknown op or flags, a payload
+// where the op allows none, a status outside the error range).
+// `max_payload` bounds the payload size a peer may announce.
+int decode_header(const uint8_t in[kWireHeaderSize], uint64_t max_payload, WireHeader *h);
+
+// True for ops that carry `size` payload bytes after the header.
+bool op_has_payload(WireOp op);
+
+} // namespace tcp
+
+#endif

@@ -1,0 +1,147 @@
+// Connection management through the public API: connect/accept with CM data, reject with
+// data, refused connects, shutdown, names and IPv6.
+#include "prov/tcp/test/tcp_test_pair.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+using tcp_test::EqEvent;
+using tcp_test::TcpPair;
+
+TEST(TcpCm, ConnectAcceptCarriesCmDataBothWays)
+{
+	TcpPair pair;
+	ASSERT_TRUE(pair.open());
+	size_t size = 0, len = sizeof(size);
+	ASSERT_EQ(0, fi_getopt(&pair.client->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &size,
+			       &len));
+	EXPECT_GE(size, 256u);
+	std::string big(256, 'q');
+	ASSERT_TRUE(pair.connect(big, "welcome"));
+
+	// Names: the client's peer is the listener; the server's peer is the client.
+	uint8_t peer[128], name[128];
+	size_t peer_len = sizeof(peer), name_len = sizeof(name);
+	ASSERT_EQ(0, fi_getpeer(pair.client, peer, &peer_len));
+	EXPECT_EQ(pair.listen_addr.size(), peer_len);
+	EXPECT_EQ(0, memcmp(peer, pair.listen_addr.data(), peer_len));
+	ASSERT_EQ(0, fi_getname(&pair.client->fid, name, &name_len));
+	peer_len = sizeof(peer);
+	ASSERT_EQ(0, fi_getpeer(pair.server, peer, &peer_len));
+	EXPECT_EQ(0, memcmp(peer, name, name_len));
+
+	size_t tiny = 2;
+	EXPECT_EQ(-FI_ETOOSMALL, fi_getname(&pair.client->fid, name, &tiny));
+	EXPECT_EQ(name_len, tiny);
+}
+
+TEST(TcpCm, OversizedCmDataIsRefused)
+{
+	TcpPair pair;
+	ASSERT_TRUE(pair.open());
+	std::string huge(257, 'x');
+	EXPECT_EQ(-FI_EINVAL, fi_connect(pair.client, pair.listen_addr.data(), huge.data(),
+					 huge.size()));
+}
+
+TEST(TcpCm, RejectDeliversRejectDataToConnector)
+{
+	TcpPair pair;
+	ASSERT_TRUE(pair.open());
+	ASSERT_EQ(0, fi_connect(pair.client, pair.listen_addr.data(), "hi", 2));
+	EqEvent req = pair.wait_eq(pair.server_eq);
+	ASSERT_EQ(FI_CONNREQ, req.event);
+	ASSERT_EQ(0, fi_reject(pair.pep, req.info->handle, "go away", 8));
+	fi_freeinfo(req.info);
+	EqEvent err = pair.wait_eq(pair.client_eq);
+	ASSERT_EQ(-FI_EAVAIL, err.ret);
+	EXPECT_EQ(FI_ECONNREFUSED, err.error.err);
+	EXPECT_EQ(&pair.client->fid, err.error.fid);
+	ASSERT_EQ(8u, err.err_data.size());
+	EXPECT_STREQ("go away", reinterpret_cast<const char *>(err.err_data.data()));
+}
+
+TEST(TcpCm, RejectWithBadHandleIsInvalid)
+{
+	TcpPair pair;
+	ASSERT_TRUE(pair.open());
+	EXPECT_EQ(-FI_EINVAL, fi_reject(pair.pep, &pair.client->fid, nullptr, 0));
+	EXPECT_EQ(-FI_EINVAL, fi_reject(pair.pep, nullptr, nullptr, 0));
+}
+
+TEST(TcpCm, ConnectToClosedPortBecomesEqError)
+{
+	TcpPair pair;
+	ASSERT_TRUE(pair.open());
+	sockaddr_in dest{};
+	dest.sin_family = AF_INET;
+	dest.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	dest.sin_port = htons(static_cast<uint16_t>(tcp_test::closed_port(AF_INET)));
+	ASSERT_EQ(0, fi_connect(pair.client, &dest, nullptr, 0));
+	EqEvent err = pair.wait_eq(pair.client_eq);
+	ASSERT_EQ(-FI_EAVAIL, err.ret);
+	EXPECT_EQ(FI_ECONNREFUSED, err.error.err);
+	// The endpoint is unusable for data now, but sends fail cleanly.
+	char c = 0;
+	EXPECT_NE(0, fi_send(pair.client, &c, 1, nullptr, 0, nullptr));
+}
+
+TEST(TcpCm, ConnectToBadAddressIsInvalid)
+{
+	TcpPair pair;
+	ASSERT_TRUE(pair.open());
+	sockaddr_in bogus{};
+	bogus.sin_family = 12345;
+	EXPECT_EQ(-FI_EINVAL, fi_connect(pair.client, &bogus, nullptr, 0));
+}
+
+TEST(TcpCm, ShutdownRaisesShutdownEventAtPeer)
+{
+	TcpPair pair;
+	ASSERT_TRUE(pair.open());
+	ASSERT_TRUE(pair.connect());
+	ASSERT_EQ(0, fi_shutdown(pair.client, 0));
+	EqEvent ev = pair.wait_eq(pair.server_eq);
+	EXPECT_EQ(FI_SHUTDOWN, ev.event);
+	EXPECT_EQ(&pair.server->fid, ev.fid);
+	char c = 0;
+	EXPECT_NE(0, fi_send(pair.client, &c, 1, nullptr, 0, nullptr));
+}
+
+TEST(TcpCm, PeerCloseRaisesShutdownEvent)
+{
+	TcpPair pair;
+	ASSERT_TRUE(pair.open());
+	ASSERT_TRUE(pair.connect());
+	ASSERT_EQ(0, fi_close(&pair.server->fid));
+	pair.server = nullptr;
+	EqEvent ev = pair.wait_eq(pair.client_eq);
+	EXPECT_EQ(FI_SHUTDOWN, ev.event);
+}
+
+TEST(TcpCm, Ipv6Loopback)
+{
+	TcpPair pair("::1");
+	fi_info *probe = nullptr;
+	fi_info *hints = fi_allocinfo();
+	hints->fabric_attr->prov_name = strdup("tcp");
+	hints->addr_format = FI_SOCKADDR_IN6;
+	int ret = fi_getinfo(FI_VERSION(1, 17), "::1", "0", FI_SOURCE, hints, &probe);
+	fi_freeinfo(hints);
+	fi_freeinfo(probe);
+	if (ret)
+		GTEST_SKIP() << "no IPv6 loopback here";
+	ASSERT_TRUE(pair.open());
+	EXPECT_EQ(static_cast<uint32_t>(FI_SOCKADDR_IN6), pair.info->addr_format);
+	ASSERT_TRUE(pair.connect("v6"));
+	char out[] = "over ipv6", in[16] = {};
+	ASSERT_EQ(0, fi_recv(pair.server, in, sizeof(in), nullptr, 0, in));
+	ASSERT_EQ(0, fi_send(pair.client, out, sizeof(out), nullptr, 0, out));
+	fi_cq_data_entry entry;
+	ASSERT_EQ(1, pair.wait_cq(pair.server_cq, &entry));
+	EXPECT_STREQ(out, in);
+}

@@ -83,6 +83,10 @@ int ft_progress_until_match(const void *buf, size_t size, unsigned seed)
 		if (ft.rx_cq && fi_cq_read(ft.rx_cq, &entry, 1) == 1)
 			ft.rx_done++;
 		FT_CHECK(ft_progress());
+		if (ft_oob_peer_gone()) {
+			FT_ERR("the peer closed the control connection");
+			return -FI_ECONNABORTED;
+		}
 		if (ft_now_usec() > deadline)
 			return ft_check_buf(buf, size, seed);  /* reports the first wrong byte */
 	}

@@ -7,6 +7,20 @@
 
 #define FT_WAIT_SLICE_MS 100
 
+/* A peer that gave up will never send what we wait for: notice it instead of timing out. */
+static bool peer_gone_check(void)
+{
+	static uint64_t next_check;
+	uint64_t now = ft_now_usec();
+	if (now < next_check)
+		return false;
+	next_check = now + 50000;
+	if (!ft_oob_peer_gone())
+		return false;
+	FT_ERR("the peer closed the control connection (it failed or could not run)");
+	return true;
+}
+
 static int report_cq_error(struct fid_cq *cq, struct fi_cq_err_entry *err_out)
 {
 	struct fi_cq_err_entry err;
@@ -76,6 +90,8 @@ int ft_wait_cq_entry(struct fid_cq *cq, struct fi_cq_tagged_entry *entry,
 			FT_PRINTERR("fi_cq_read", ret);
 			return (int)ret;
 		}
+		if (peer_gone_check())
+			return -FI_ECONNABORTED;
 		if (ft_now_usec() > deadline) {
 			FT_ERR("timed out after %d s waiting for a completion", ft.opts.timeout_sec);
 			return -FI_ETIMEDOUT;
@@ -103,6 +119,8 @@ static int wait_counter(struct fid_cntr *cntr, uint64_t target)
 		} else if (ft.opts.comp_method == FT_COMP_YIELD) {
 			sched_yield();
 		}
+		if (peer_gone_check())
+			return -FI_ECONNABORTED;
 		if (ft_now_usec() > deadline) {
 			FT_ERR("timed out waiting for counter to reach %llu (at %llu)",
 			       (unsigned long long)target, (unsigned long long)fi_cntr_read(cntr));

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <netdb.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -136,6 +137,18 @@ int ft_oob_exchange(const void *mine, void *theirs, size_t len)
 {
 	int ret = ft_oob_send(mine, len);
 	return ret ? ret : ft_oob_recv(theirs, len);
+}
+
+bool ft_oob_peer_gone(void)
+{
+	if (ft.oob_fd < 0)
+		return false;
+	struct pollfd pfd = { .fd = ft.oob_fd, .events = POLLIN };
+	if (poll(&pfd, 1, 0) <= 0)
+		return false;
+	char byte;
+	ssize_t n = recv(ft.oob_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
 int ft_oob_sync(void)

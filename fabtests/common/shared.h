@@ -164,6 +164,8 @@ int ft_oob_recv(void *buf, size_t len);
 int ft_oob_sync(void);
 int ft_oob_agree(int my_ret);
 int ft_oob_exchange(const void *mine, void *theirs, size_t len);
+/* True once the peer closed the OOB socket, e.g. because it failed or could not run. */
+bool ft_oob_peer_gone(void);
 
 /* ft_setup.c */
 int ft_getinfo(void);

@@ -30,7 +30,9 @@ HEAD
 dist_noinst_SCRIPTS += \
 	fabtests/scripts/runfabtests.sh \
 	fabtests/scripts/build-against-system.sh \
-	fabtests/scripts/gen-makefile-include.sh
+	fabtests/scripts/gen-makefile-include.sh \
+	fabtests/scripts/check-quick.sh \
+	fabtests/scripts/quick-summary.sh
 dist_noinst_DATA += fabtests/README.md $(wildcard $(srcdir)/fabtests/scripts/excludes/*.exclude)
 TAIL
 } > Makefile.include

@@ -241,6 +241,13 @@ while read -r tags mode cmdline; do
 		result=$(classify $?)
 		[ "$result" = Fail ] && grep -q . "$clog" || true
 	else
+		# Skip ports another program (say, a concurrent run) is listening on.
+		for _ in 1 2 3 4 5 6 7 8; do
+			in_use=$(ss -Hltn "( sport = :$port or sport = :$((port + 1)) )" 2>/dev/null)
+			[ -z "$in_use" ] && break
+			port=$((port + 2))
+			[ $port -gt 22998 ] && port=22200
+		done
 		oob_port=$port fabric_port=$((port + 1))
 		port=$((port + 2))
 		[ $port -gt 22998 ] && port=22200

@@ -55,13 +55,14 @@ bool ok(int ret, const char *what)
 
 } // namespace
 
-bool TcpPair::open(fi_wait_obj cq_wait)
+bool TcpPair::open(fi_wait_obj cq_wait, fi_progress progress)
 {
 	hints = fi_allocinfo();
 	hints->ep_attr->type = FI_EP_MSG;
 	hints->caps = FI_MSG | FI_RMA | FI_MULTI_RECV;
 	hints->fabric_attr->prov_name = strdup("tcp");
 	hints->domain_attr->mr_mode = FI_MR_PROV_KEY;
+	hints->domain_attr->data_progress = progress;
 	if (!ok(fi_getinfo(FI_VERSION(1, 17), node.c_str(), "0", FI_SOURCE, hints, &info),
 		"fi_getinfo"))
 		return false;

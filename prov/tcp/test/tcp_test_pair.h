@@ -35,7 +35,8 @@ public:
 
 	// Opens fabric, domain, EQs, CQs, the passive endpoint (listening on an ephemeral port)
 	// and the client endpoint. Returns false (with a gtest failure) on any error.
-	bool open(fi_wait_obj cq_wait = FI_WAIT_NONE);
+	bool open(fi_wait_obj cq_wait = FI_WAIT_NONE,
+		  fi_progress progress = FI_PROGRESS_UNSPEC);
 	// fi_connect with `data`, waits for FI_CONNREQ, opens the server endpoint, accepts with
 	// `accept_data` and waits for FI_CONNECTED on both sides.
 	bool connect(const std::string &data = "", const std::string &accept_data = "");

@@ -1,0 +1,148 @@
+// Hostile or unusual peers and settings through the public API: garbage instead of a CM
+// request, garbage on an established stream, selective completions, automatic progress.
+#include "prov/tcp/test/tcp_test_pair.h"
+#include "prov/tcp/tcp_cm_message.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+using tcp_test::EqEvent;
+using tcp_test::TcpPair;
+
+namespace {
+
+// A plain socket connected to the pair's listener.
+int raw_connect(const TcpPair &pair)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (connect(fd, reinterpret_cast<const sockaddr *>(pair.listen_addr.data()),
+		    static_cast<socklen_t>(pair.listen_addr.size())) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+} // namespace
+
+TEST(TcpRobustness, GarbageInsteadOfCmRequestIsDropped)
+{
+	TcpPair pair;
+	ASSERT_TRUE(pair.open());
+	int fd = raw_connect(pair);
+	ASSERT_GE(fd, 0);
+	char junk[64];
+	memset(junk, 0x41, sizeof(junk));
+	ASSERT_EQ(static_cast<ssize_t>(sizeof(junk)), write(fd, junk, sizeof(junk)));
+	EqEvent ev = pair.wait_eq(pair.server_eq, 300);
+	EXPECT_EQ(-FI_EAGAIN, ev.ret);   // no FI_CONNREQ for that
+	char c;
+	EXPECT_LE(read(fd, &c, 1), 0);   // the listener closed (or reset) it
+	close(fd);
+	// The listener still serves real clients.
+	ASSERT_TRUE(pair.connect("after garbage"));
+}
+
+TEST(TcpRobustness, GarbageOnEstablishedStreamShutsDownThatConnection)
+{
+	TcpPair pair;
+	ASSERT_TRUE(pair.open());
+	int fd = raw_connect(pair);
+	ASSERT_GE(fd, 0);
+	uint8_t request[tcp::kCmHeaderSize];
+	tcp::encode_cm_header(tcp::CmType::request, 0, request);
+	ASSERT_EQ(static_cast<ssize_t>(sizeof(request)), write(fd, request, sizeof(request)));
+	EqEvent req = pair.wait_eq(pair.server_eq);
+	ASSERT_EQ(FI_CONNREQ, req.event);
+	fid_ep *ep = nullptr;
+	ASSERT_EQ(0, fi_endpoint(pair.domain, req.info, &ep, nullptr));
+	fi_freeinfo(req.info);
+	ASSERT_EQ(0, fi_ep_bind(ep, &pair.server_eq->fid, 0));
+	ASSERT_EQ(0, fi_ep_bind(ep, &pair.server_cq->fid, FI_TRANSMIT | FI_RECV));
+	ASSERT_EQ(0, fi_enable(ep));
+	char in[16];
+	ASSERT_EQ(0, fi_recv(ep, in, sizeof(in), nullptr, 0, in));
+	ASSERT_EQ(0, fi_accept(ep, nullptr, 0));
+	EXPECT_EQ(FI_CONNECTED, pair.wait_eq(pair.server_eq).event);
+	uint8_t reply[tcp::kCmHeaderSize];
+	ASSERT_EQ(static_cast<ssize_t>(sizeof(reply)), read(fd, reply, sizeof(reply)));
+	// A header with an unknown op and an absurd size.
+	uint8_t junk[48];
+	memset(junk, 0xff, sizeof(junk));
+	junk[0] = 1;
+	ASSERT_EQ(static_cast<ssize_t>(sizeof(junk)), write(fd, junk, sizeof(junk)));
+	EqEvent ev = pair.wait_eq(pair.server_eq);
+	EXPECT_EQ(FI_SHUTDOWN, ev.event);
+	EXPECT_EQ(&ep->fid, ev.fid);
+	// The posted receive was not touched and can be cancelled.
+	ASSERT_EQ(0, fi_cancel(&ep->fid, in));
+	fi_cq_data_entry entry;
+	fi_cq_err_entry err{};
+	ASSERT_EQ(-FI_EAVAIL, pair.wait_cq(pair.server_cq, &entry, &err));
+	EXPECT_EQ(FI_ECANCELED, err.err);
+	close(fd);
+	fi_close(&ep->fid);
+}
+
+TEST(TcpRobustness, SelectiveCompletionReportsOnlyFlaggedOperations)
+{
+	TcpPair pair;
+	ASSERT_TRUE(pair.open());
+	// Rebind a fresh client with a selective CQ binding.
+	fi_close(&pair.client->fid);
+	pair.client = nullptr;
+	fi_info *h = fi_dupinfo(pair.hints);
+	h->dest_addr = malloc(pair.listen_addr.size());
+	memcpy(h->dest_addr, pair.listen_addr.data(), pair.listen_addr.size());
+	h->dest_addrlen = pair.listen_addr.size();
+	fi_info *ci = nullptr;
+	ASSERT_EQ(0, fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, h, &ci));
+	fi_freeinfo(h);
+	ASSERT_EQ(0, fi_endpoint(pair.domain, ci, &pair.client, nullptr));
+	fi_freeinfo(ci);
+	ASSERT_EQ(0, fi_ep_bind(pair.client, &pair.client_eq->fid, 0));
+	ASSERT_EQ(0, fi_ep_bind(pair.client, &pair.client_cq->fid,
+				FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION));
+	ASSERT_EQ(0, fi_enable(pair.client));
+	ASSERT_TRUE(pair.connect());
+
+	char in[2][8];
+	ASSERT_EQ(0, fi_recv(pair.server, in[0], 8, nullptr, 0, in[0]));
+	ASSERT_EQ(0, fi_recv(pair.server, in[1], 8, nullptr, 0, in[1]));
+	ASSERT_EQ(0, fi_send(pair.client, "quiet", 6, nullptr, 0, in));   // no FI_COMPLETION
+	char loud[] = "loud";
+	iovec iov{loud, sizeof(loud)};
+	fi_msg msg{};
+	msg.msg_iov = &iov;
+	msg.iov_count = 1;
+	msg.context = loud;
+	ASSERT_EQ(0, fi_sendmsg(pair.client, &msg, FI_COMPLETION));
+	fi_cq_data_entry entry;
+	ASSERT_EQ(1, pair.wait_cq(pair.server_cq, &entry));
+	ASSERT_EQ(1, pair.wait_cq(pair.server_cq, &entry));
+	ASSERT_EQ(1, pair.wait_cq(pair.client_cq, &entry));
+	EXPECT_EQ(loud, entry.op_context);
+	EXPECT_TRUE(pair.cq_stays_empty(pair.client_cq));
+}
+
+TEST(TcpRobustness, AutoProgressMovesDataWithoutPolling)
+{
+	TcpPair pair;
+	ASSERT_TRUE(pair.open(FI_WAIT_NONE, FI_PROGRESS_AUTO));
+	EXPECT_EQ(FI_PROGRESS_AUTO, pair.info->domain_attr->data_progress);
+	ASSERT_TRUE(pair.connect());
+	char in[8] = {};
+	ASSERT_EQ(0, fi_recv(pair.server, in, sizeof(in), nullptr, 0, in));
+	ASSERT_EQ(0, fi_send(pair.client, "auto", 5, nullptr, 0, nullptr));
+	// Nobody reads a CQ: the domain's progress thread must land the data.
+	for (int i = 0; i < 500 && in[0] == 0; i++)
+		usleep(10000);
+	EXPECT_STREQ("auto", in);
+	fi_cq_data_entry entry;
+	ASSERT_EQ(1, pair.wait_cq(pair.server_cq, &entry));
+}

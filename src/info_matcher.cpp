@@ -221,6 +221,21 @@ bool fabric_matches(const fi_info *info, const fi_info *hints)
 	return have && have->name && std::strcmp(want->name, have->name) == 0;
 }
 
+bool is_sockaddr_family(uint32_t format)
+{
+	return format == FI_SOCKADDR || format == FI_SOCKADDR_IN || format == FI_SOCKADDR_IN6 ||
+	       format == FI_SOCKADDR_IB;
+}
+
+// FI_SOCKADDR stands for any struct sockaddr, so it pairs with each specific family.
+bool addr_format_matches(uint32_t wanted, uint32_t offered)
+{
+	if (wanted == FI_FORMAT_UNSPEC || offered == FI_FORMAT_UNSPEC || wanted == offered)
+		return true;
+	return (wanted == FI_SOCKADDR || offered == FI_SOCKADDR) && is_sockaddr_family(wanted) &&
+	       is_sockaddr_family(offered);
+}
+
 // The mr_mode value reported back: the bit form, or the legacy enum for API < 1.5.
 int reported_mr_mode(uint32_t version, int required)
 {
@@ -250,8 +265,7 @@ bool info_matches_hints(uint32_t version, const fi_info *info, const fi_info *hi
 	// A provider requirement the application did not accept rules the provider out.
 	if (!bits_within(info->mode, hints->mode))
 		return false;
-	if (hints->addr_format != FI_FORMAT_UNSPEC && info->addr_format != FI_FORMAT_UNSPEC &&
-	    hints->addr_format != info->addr_format)
+	if (!addr_format_matches(hints->addr_format, info->addr_format))
 		return false;
 	return ep_matches(info, hints) && domain_matches(version, info, hints) &&
 	       tx_matches(info, hints) && rx_matches(info, hints) && fabric_matches(info, hints);

@@ -222,8 +222,12 @@ TEST_F(GetinfoTest, AttributesBeyondProviderLimitsExclude)
 	hints->ep_attr->protocol = FI_PROTO_RXM;
 	expect_none("protocol");
 	hints->ep_attr->protocol = FI_PROTO_UNSPEC;
+	hints->addr_format = FI_SOCKADDR;
+	expect_some("any sockaddr");
 	hints->addr_format = FI_SOCKADDR_IN6;
 	expect_none("address format");
+	hints->addr_format = FI_ADDR_STR;
+	expect_none("string address format");
 }
 
 TEST_F(GetinfoTest, ThreadingModels)

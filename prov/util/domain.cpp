@@ -169,6 +169,10 @@ int Domain::close()
 {
 	if (busy())
 		return -FI_EBUSY;
+	// Before any destructor runs: no progress thread or EQ read may reach the provider's
+	// half-destroyed derived object. (The destructor repeats both for failed opens.)
+	engine_.stop_thread();
+	fabric_.unregister_domain(this);
 	return FidObject::close();
 }
 

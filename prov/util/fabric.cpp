@@ -30,7 +30,7 @@ Fabric::~Fabric() = default;
 void Fabric::register_domain(Domain *domain)
 {
 	{
-		std::lock_guard<std::mutex> guard(domains_mutex_);
+		std::lock_guard<std::recursive_mutex> guard(domains_mutex_);
 		domains_.push_back(domain);
 	}
 	// EQ sleepers watch the fabric engine fd; nesting the domain's engine there makes
@@ -41,20 +41,18 @@ void Fabric::register_domain(Domain *domain)
 void Fabric::unregister_domain(Domain *domain)
 {
 	engine_.remove_fd(domain->engine().fd());
-	std::lock_guard<std::mutex> guard(domains_mutex_);
+	std::lock_guard<std::recursive_mutex> guard(domains_mutex_);
 	domains_.erase(std::remove(domains_.begin(), domains_.end(), domain), domains_.end());
 }
 
 void Fabric::progress_all()
 {
 	engine_.progress();
-	std::vector<Domain *> domains;
-	{
-		std::lock_guard<std::mutex> guard(domains_mutex_);
-		domains = domains_;
-	}
-	for (Domain *domain : domains)
-		domain->progress();
+	// Held while progressing so a domain cannot be closed under our feet; recursive
+	// because progress may re-enter (e.g. a handler reading an EQ).
+	std::lock_guard<std::recursive_mutex> guard(domains_mutex_);
+	for (size_t i = 0; i < domains_.size(); ++i)
+		domains_[i]->progress();
 }
 
 int Fabric::eq_open(struct fi_eq_attr *attr, struct fid_eq **eq, void *context)
@@ -118,7 +116,7 @@ int Fabric::close()
 	if (busy())
 		return -FI_EBUSY;
 	{
-		std::lock_guard<std::mutex> guard(domains_mutex_);
+		std::lock_guard<std::recursive_mutex> guard(domains_mutex_);
 		if (!domains_.empty())
 			return -FI_EBUSY;
 	}

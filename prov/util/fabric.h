@@ -69,7 +69,7 @@ private:
 	uint32_t api_version_;
 	std::string name_;
 	ProgressEngine engine_;
-	std::mutex domains_mutex_;
+	std::recursive_mutex domains_mutex_;
 	std::vector<Domain *> domains_;
 };
 

@@ -4,6 +4,7 @@
 #include "prov/tcp/test/tcp_test_pair.h"
 
 #include <poll.h>
+#include <sys/resource.h>
 
 #include <gtest/gtest.h>
 
@@ -240,6 +241,47 @@ TEST(TcpWait, SreadAndWaitFdSeeArrivingData)
 	ASSERT_EQ(0, fi_send(pair.client, "late", 5, nullptr, 0, nullptr));
 	ASSERT_EQ(1, fi_cq_sread(pair.server_cq, &entry, 1, nullptr, 5000));
 	EXPECT_STREQ("late", in);
+}
+
+namespace {
+
+// CPU time (user + system) this process has used, in milliseconds.
+long cpu_ms()
+{
+	rusage usage{};
+	getrusage(RUSAGE_SELF, &usage);
+	return (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000 +
+	       (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000;
+}
+
+} // namespace
+
+TEST(TcpWait, BlockedReadersSleepInsteadOfSpinning)
+{
+	TcpPair pair;
+	ASSERT_TRUE(pair.open(FI_WAIT_UNSPEC));
+	ASSERT_TRUE(pair.connect());
+	fi_cq_data_entry entry;
+	long before = cpu_ms();
+	EXPECT_EQ(-FI_EAGAIN, fi_cq_sread(pair.server_cq, &entry, 1, nullptr, 400));
+	EXPECT_LT(cpu_ms() - before, 200);
+
+	// Data waiting for a receive that is not posted yet must not wake the reader in a loop.
+	ASSERT_EQ(0, fi_send(pair.client, "pending", 8, nullptr, 0, nullptr));
+	ASSERT_EQ(1, fi_cq_sread(pair.client_cq, &entry, 1, nullptr, 5000));
+	before = cpu_ms();
+	EXPECT_EQ(-FI_EAGAIN, fi_cq_sread(pair.server_cq, &entry, 1, nullptr, 400));
+	EXPECT_LT(cpu_ms() - before, 200);
+	char in[8];
+	ASSERT_EQ(0, fi_recv(pair.server, in, sizeof(in), nullptr, 0, in));
+	ASSERT_EQ(1, fi_cq_sread(pair.server_cq, &entry, 1, nullptr, 5000));
+	EXPECT_STREQ("pending", in);
+
+	uint32_t event;
+	fi_eq_cm_entry cm;
+	before = cpu_ms();
+	EXPECT_EQ(-FI_EAGAIN, fi_eq_sread(pair.server_eq, &event, &cm, sizeof(cm), 400, 0));
+	EXPECT_LT(cpu_ms() - before, 200);
 }
 
 TEST_F(TcpMsg, LargeMessageArrivesIntact)

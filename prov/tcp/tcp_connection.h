@@ -143,8 +143,9 @@ public:
 	void progress_tx();
 	void progress_rx();
 	bool wants_write() const { return fd_ >= 0 && !failed_ && tx_head_; }
-	// True while incoming data waits for a receive to be posted (the socket is not read).
-	bool blocked_on_recv() const { return rx_state_ == RxState::pending; }
+	// True while the socket is not read: a decoded message waits for a posted receive, or
+	// a request waits for a free response slot (freed as responses are sent).
+	bool rx_paused() const { return rx_state_ == RxState::pending; }
 
 private:
 	// `pending`: a decoded header waits for a posted receive or a free response slot.

@@ -157,9 +157,9 @@ void TcpEndpoint::update_registration()
 		break;
 	case State::connected:
 		fd = conn_.fd();
-		// While incoming data waits for a receive, EPOLLIN (and the peer's hang-up)
-		// would only wake blocked readers in a loop; posting a receive resumes reading.
-		if (!conn_.blocked_on_recv())
+		// While reading is paused, EPOLLIN (and the peer's hang-up) would only wake
+		// blocked readers in a loop; posting a receive or sending a response resumes it.
+		if (!conn_.rx_paused())
 			events |= EPOLLIN;
 		if (conn_.wants_write())
 			events |= EPOLLOUT;
@@ -200,6 +200,9 @@ void TcpEndpoint::on_fd_ready(int, uint32_t)
 	case State::connected:
 		conn_.progress_rx();
 		conn_.progress_tx();
+		// Sending may have freed the response slot a paused request was waiting for.
+		if (conn_.rx_paused())
+			conn_.progress_rx();
 		break;
 	case State::idle:
 	case State::closed:

@@ -156,7 +156,7 @@ TEST_F(ConnectionTest, UnexpectedMessageWaitsInSocketUntilReceivePosted)
 	ASSERT_EQ(0, a->post_msg(injected(args(&s, 1))));
 	pump();
 	EXPECT_TRUE(ob.rx.empty());
-	EXPECT_TRUE(b->blocked_on_recv());
+	EXPECT_TRUE(b->rx_paused());
 	char buf[16] = {};
 	iovec r = io(buf, sizeof(buf));
 	ASSERT_EQ(0, b->post_recv(&r, 1, buf, FI_COMPLETION));
@@ -310,6 +310,45 @@ TEST_F(ConnectionTest, WriteDataRaisesRemoteCompletion)
 	EXPECT_EQ(4, target[3]);
 	ASSERT_EQ(1u, ob.remote.size());
 	EXPECT_EQ(FI_REMOTE_WRITE, ob.remote[0]);
+}
+
+TEST(ConnectionFlow, ResponsesBeyondThePoolWaitForFreeSlots)
+{
+	int sv[2];
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	for (int fd : sv)
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	FakeOwner oa, ob;
+	Limits big, tiny;
+	big.tx_size = 16;
+	tiny.tx_size = 1;
+	tiny.rx_size = 1;   // the target owes at most 2 responses at a time
+	Connection a(oa, big), b(ob, tiny);
+	a.attach(sv[0]);
+	b.attach(sv[1]);
+	uint8_t target[16];
+	for (int i = 0; i < 16; i++)
+		target[i] = static_cast<uint8_t>(i);
+	ob.regions[3] = {target, 16, FI_REMOTE_READ};
+	uint8_t back[12][1];
+	iovec iov[12];
+	for (int i = 0; i < 12; i++) {
+		iov[i] = iovec{back[i], 1};
+		PostArgs args;
+		args.iov = &iov[i];
+		args.count = 1;
+		args.op_flags = FI_COMPLETION;
+		ASSERT_EQ(0, a.post_read(args, fi_rma_iov{static_cast<uint64_t>(i), 1, 3}));
+	}
+	for (int round = 0; round < 200 && oa.tx.size() < 12; round++) {
+		a.progress_tx();
+		b.progress_rx();
+		b.progress_tx();
+		a.progress_rx();
+	}
+	ASSERT_EQ(12u, oa.tx.size());
+	for (int i = 0; i < 12; i++)
+		EXPECT_EQ(i, back[i][0]);
 }
 
 TEST(ConnectionProtocol, GarbageDropsConnection)

@@ -41,11 +41,16 @@ struct InfoView {
 		info.ep_attr = nullptr;
 		info.domain_attr = nullptr;
 		info.fabric_attr = nullptr;
-		return widen_attr(old->tx_attr, &info.tx_attr) &&
-		       widen_attr<::fi_rx_attr, ::fi_rx_attr>(old->rx_attr, &info.rx_attr) &&
-		       widen_attr(old->ep_attr, &info.ep_attr) &&
-		       widen_attr(old->domain_attr, &info.domain_attr) &&
-		       widen_attr(old->fabric_attr, &info.fabric_attr);
+		bool ok = widen_attr(old->tx_attr, &info.tx_attr) &&
+			  widen_attr<::fi_rx_attr, ::fi_rx_attr>(old->rx_attr, &info.rx_attr) &&
+			  widen_attr(old->ep_attr, &info.ep_attr) &&
+			  widen_attr(old->domain_attr, &info.domain_attr) &&
+			  widen_attr(old->fabric_attr, &info.fabric_attr);
+		// api_version sits where the old struct had tail padding: whatever was there is
+		// not a version.
+		if (ok && info.fabric_attr)
+			info.fabric_attr->api_version = 0;
+		return ok;
 	}
 
 	~InfoView()

@@ -88,6 +88,9 @@ TEST_F(CompatTest, DupinfoFromAbi10LayoutWidens)
 	in->fabric_attr = exact_alloc<old::fi_fabric_attr>();
 	in->fabric_attr->prov_name = const_cast<char *>("tcp");
 	in->fabric_attr->prov_version = 5;
+	// Garbage in the old struct's tail padding must not become an api_version.
+	memset(reinterpret_cast<char *>(in->fabric_attr) + offsetof(fi_fabric_attr, api_version),
+	       0xab, sizeof(old::fi_fabric_attr) - offsetof(fi_fabric_attr, api_version));
 
 	fi_info *out = dup(in);
 	ASSERT_NE(out, nullptr);

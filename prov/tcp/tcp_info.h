@@ -12,8 +12,8 @@ int get_infos(uint32_t version, const char *node, const char *service, uint64_t 
 
 // The capabilities and limits the provider really supports (shared with the objects' checks).
 inline constexpr uint64_t kTxCaps = FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_SEND;
-inline constexpr uint64_t kRxCaps =
-	FI_MSG | FI_RMA | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_MULTI_RECV;
+inline constexpr uint64_t kRxCaps = FI_MSG | FI_RMA | FI_RECV | FI_REMOTE_READ |
+	FI_REMOTE_WRITE | FI_MULTI_RECV | FI_RMA_EVENT;
 inline constexpr uint64_t kDomainCaps = FI_LOCAL_COMM | FI_REMOTE_COMM;
 inline constexpr uint64_t kCaps = kTxCaps | kRxCaps | kDomainCaps;
 inline constexpr uint64_t kMsgOrder = FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_RAS |

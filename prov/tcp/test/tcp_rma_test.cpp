@@ -143,6 +143,41 @@ TEST_F(TcpRma, BadKeyRangeAndRightsAreRefusedAndMemoryUntouched)
 	EXPECT_TRUE(guards_intact());
 }
 
+TEST(TcpRmaEvents, CountersSeeLocalAndRemoteAccesses)
+{
+	TcpPair pair;
+	ASSERT_TRUE(pair.open());
+	EXPECT_TRUE(pair.info->caps & FI_RMA_EVENT);
+	fi_cntr_attr attr{};
+	attr.events = FI_CNTR_EVENTS_COMP;
+	fid_cntr *remote = nullptr;
+	ASSERT_EQ(0, fi_cntr_open(pair.domain, &attr, &remote, nullptr));
+	pair.before_server_enable = [remote](fid_ep *ep) {
+		EXPECT_EQ(0, fi_ep_bind(ep, &remote->fid, FI_REMOTE_WRITE | FI_REMOTE_READ));
+	};
+	// The target's FI_REMOTE_WRITE/READ counter counts accesses that were carried out.
+	ASSERT_TRUE(pair.connect());
+	std::vector<uint8_t> buf(64, 0);
+	fid_mr *mr = nullptr;
+	ASSERT_EQ(0, fi_mr_reg(pair.domain, buf.data(), buf.size(),
+			       FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr, nullptr));
+	uint8_t v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+	ASSERT_EQ(0, fi_write(pair.client, v, 8, nullptr, 0, 0, fi_mr_key(mr), nullptr));
+	ASSERT_EQ(0, fi_read(pair.client, v, 8, nullptr, 0, 8, fi_mr_key(mr), nullptr));
+	// A refused access is not counted.
+	ASSERT_EQ(0, fi_write(pair.client, v, 8, nullptr, 0, 60, fi_mr_key(mr), nullptr));
+	fi_cq_data_entry entry;
+	fi_cq_err_entry err{};
+	ASSERT_EQ(1, pair.wait_cq(pair.client_cq, &entry));
+	ASSERT_EQ(1, pair.wait_cq(pair.client_cq, &entry));
+	ASSERT_EQ(-FI_EAVAIL, pair.wait_cq(pair.client_cq, &entry, &err));
+	EXPECT_EQ(2u, fi_cntr_read(remote));
+	fi_close(&mr->fid);
+	fi_close(&pair.server->fid);
+	pair.server = nullptr;
+	fi_close(&remote->fid);
+}
+
 TEST_F(TcpRma, ClosedRegionIsNoLongerReachable)
 {
 	ASSERT_EQ(0, fi_close(&rw_mr->fid));

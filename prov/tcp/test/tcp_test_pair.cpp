@@ -125,6 +125,8 @@ bool TcpPair::connect(const std::string &data, const std::string &accept_data)
 		return false;
 	EXPECT_EQ(0, fi_ep_bind(server, &server_eq->fid, 0));
 	EXPECT_EQ(0, fi_ep_bind(server, &server_cq->fid, FI_TRANSMIT | FI_RECV));
+	if (before_server_enable)
+		before_server_enable(server);
 	EXPECT_EQ(0, fi_enable(server));
 	EXPECT_EQ(0, ret = fi_accept(server, accept_data.empty() ? nullptr : accept_data.data(),
 				      accept_data.size()));

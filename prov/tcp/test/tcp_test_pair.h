@@ -12,6 +12,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,8 @@ public:
 	fid_cq *server_cq = nullptr, *client_cq = nullptr;
 	fid_pep *pep = nullptr;
 	fid_ep *client = nullptr, *server = nullptr;
+	// Runs on the accepted endpoint before fi_enable (e.g. to bind counters).
+	std::function<void(fid_ep *)> before_server_enable;
 	std::vector<uint8_t> listen_addr;
 	std::string node;
 };

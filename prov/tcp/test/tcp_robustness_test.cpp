@@ -2,7 +2,9 @@
 // request, garbage on an established stream, selective completions, automatic progress.
 #include "prov/tcp/test/tcp_test_pair.h"
 #include "prov/tcp/tcp_cm_message.h"
+#include "prov/tcp/tcp_provider.h"
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -145,4 +147,29 @@ TEST(TcpRobustness, AutoProgressMovesDataWithoutPolling)
 	EXPECT_STREQ("auto", in);
 	fi_cq_data_entry entry;
 	ASSERT_EQ(1, pair.wait_cq(pair.server_cq, &entry));
+}
+
+TEST(TcpRobustness, PortRangeParameterBoundsEphemeralBinds)
+{
+	// Ports of this provider's test range (20000-20999).
+	setenv("FI_TCP_PORT_LOW_RANGE", "20900", 1);
+	setenv("FI_TCP_PORT_HIGH_RANGE", "20949", 1);
+	tcp::load_settings();
+	{
+		TcpPair pair;
+		ASSERT_TRUE(pair.open());
+		auto *listen = reinterpret_cast<const sockaddr_in *>(pair.listen_addr.data());
+		int port = ntohs(listen->sin_port);
+		EXPECT_GE(port, 20900);
+		EXPECT_LE(port, 20949);
+		ASSERT_TRUE(pair.connect());
+		sockaddr_in name{};
+		size_t len = sizeof(name);
+		ASSERT_EQ(0, fi_getname(&pair.client->fid, &name, &len));
+		EXPECT_GE(ntohs(name.sin_port), 20900);
+		EXPECT_LE(ntohs(name.sin_port), 20949);
+	}
+	unsetenv("FI_TCP_PORT_LOW_RANGE");
+	unsetenv("FI_TCP_PORT_HIGH_RANGE");
+	tcp::load_settings();
 }

@@ -55,9 +55,17 @@ fi_info *core_hints(const fi_info *hints, const std::string &core)
 			h->domain_attr->name = strdup(hints->domain_attr->name);
 		if (hints->fabric_attr && hints->fabric_attr->name)
 			h->fabric_attr->name = strdup(hints->fabric_attr->name);
-		// The application's own MR requirements carry over (rxm handles FI_MR_LOCAL itself).
-		if (hints->domain_attr && hints->domain_attr->mr_mode > FI_MR_SCALABLE)
-			h->domain_attr->mr_mode |= hints->domain_attr->mr_mode;
+		// rxm handles FI_MR_LOCAL itself; the remote-side rules reach the application, so
+		// the core may only impose those the application accepts.
+		if (hints->domain_attr) {
+			int app = hints->domain_attr->mr_mode;
+			if (app == FI_MR_BASIC)
+				app = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+			else if (app == FI_MR_SCALABLE)
+				app = 0;
+			h->domain_attr->mr_mode =
+				FI_MR_LOCAL | (app & (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY));
+		}
 	}
 	return h;
 }

@@ -1,0 +1,458 @@
+// Integration tests: RDM endpoints of "tcp;ofi_rxm" in one process talking over loopback,
+// through the public fi_* API only. Each endpoint has its own AV and CQ; the harness reads
+// every CQ while waiting (manual progress needs all sides driven) and keeps what it read.
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+#include "config.h"
+#include "src/registry.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <vector>
+
+namespace {
+
+#ifdef HAVE_TCP
+// The registry refers to providers weakly; referencing them links them in from the
+// convenience library.
+fi_provider *(*volatile link_tcp)() = ofi_tcp_provider_init;
+fi_provider *(*volatile link_rxm)() = ofi_rxm_provider_init;
+#endif
+
+struct Completion {
+	fi_cq_tagged_entry entry{};
+	fi_addr_t source = FI_ADDR_NOTAVAIL;
+	bool error = false;
+	fi_cq_err_entry err{};
+};
+
+class Node {
+public:
+	explicit Node(fi_info *info) : info_(info)
+	{
+		EXPECT_EQ(0, fi_fabric(info->fabric_attr, &fabric, nullptr));
+		EXPECT_EQ(0, fi_domain(fabric, info, &domain, nullptr));
+		fi_av_attr av_attr{};
+		av_attr.type = FI_AV_TABLE;
+		EXPECT_EQ(0, fi_av_open(domain, &av_attr, &av, nullptr));
+		fi_cq_attr cq_attr{};
+		cq_attr.format = FI_CQ_FORMAT_TAGGED;
+		cq_attr.size = 1024;
+		EXPECT_EQ(0, fi_cq_open(domain, &cq_attr, &cq, nullptr));
+		EXPECT_EQ(0, fi_endpoint(domain, info, &ep, nullptr));
+		EXPECT_EQ(0, fi_ep_bind(ep, &av->fid, 0));
+		EXPECT_EQ(0, fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
+		EXPECT_EQ(0, fi_enable(ep));
+		size_t len = sizeof(name);
+		EXPECT_EQ(0, fi_getname(&ep->fid, name, &len));
+		name_len = len;
+	}
+	~Node()
+	{
+		EXPECT_EQ(0, fi_close(&ep->fid));
+		EXPECT_EQ(0, fi_close(&cq->fid));
+		EXPECT_EQ(0, fi_close(&av->fid));
+		EXPECT_EQ(0, fi_close(&domain->fid));
+		EXPECT_EQ(0, fi_close(&fabric->fid));
+	}
+
+	fi_addr_t insert(const Node &peer)
+	{
+		fi_addr_t addr = FI_ADDR_NOTAVAIL;
+		EXPECT_EQ(1, fi_av_insert(av, peer.name, 1, &addr, 0, nullptr));
+		return addr;
+	}
+
+	// Moves whatever the CQ has into 'done'.
+	void poll()
+	{
+		fi_cq_tagged_entry e[8];
+		fi_addr_t src[8];
+		ssize_t n = fi_cq_readfrom(cq, e, 8, src);
+		for (ssize_t i = 0; i < n; i++) {
+			Completion c;
+			c.entry = e[i];
+			c.source = src[i];
+			done.push_back(c);
+		}
+		if (n == -FI_EAVAIL) {
+			Completion c;
+			c.error = true;
+			ASSERT_EQ(1, fi_cq_readerr(cq, &c.err, 0));
+			c.entry.op_context = c.err.op_context;
+			c.entry.flags = c.err.flags;
+			done.push_back(c);
+		} else if (n < 0) {
+			ASSERT_EQ(-FI_EAGAIN, n);
+		}
+	}
+
+	fi_info *info_;
+	fid_fabric *fabric = nullptr;
+	fid_domain *domain = nullptr;
+	fid_av *av = nullptr;
+	fid_cq *cq = nullptr;
+	fid_ep *ep = nullptr;
+	uint8_t name[64];
+	size_t name_len = 0;
+	std::deque<Completion> done;
+};
+
+class RxmLoopback : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		fi_info *hints = fi_allocinfo();
+		hints->ep_attr->type = FI_EP_RDM;
+		hints->caps = FI_MSG | FI_TAGGED | FI_RMA | FI_SOURCE | FI_DIRECTED_RECV |
+			      FI_MULTI_RECV;
+		hints->fabric_attr->prov_name = strdup("tcp;ofi_rxm");
+		hints->addr_format = FI_SOCKADDR_IN;
+		int ret = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", nullptr, FI_SOURCE, hints, &info);
+		fi_freeinfo(hints);
+#ifdef HAVE_TCP
+		ASSERT_EQ(0, ret) << "tcp;ofi_rxm: " << fi_strerror(-ret);
+#else
+		if (ret)
+			GTEST_SKIP() << "built without the tcp provider";
+#endif
+		a = std::make_unique<Node>(info);
+		b = std::make_unique<Node>(info);
+		b_at_a = a->insert(*b);
+		a_at_b = b->insert(*a);
+	}
+	void TearDown() override
+	{
+		a.reset();
+		b.reset();
+		c.reset();
+		fi_freeinfo(info);
+	}
+
+	// Polls every node until 'node' has a completion for context (or times out).
+	Completion wait_for(Node &node, void *context, int seconds = 20)
+	{
+		auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+		while (std::chrono::steady_clock::now() < deadline) {
+			for (Node *n : {a.get(), b.get(), c.get()})
+				if (n)
+					n->poll();
+			for (auto it = node.done.begin(); it != node.done.end(); ++it) {
+				if (it->entry.op_context == context) {
+					Completion found = *it;
+					node.done.erase(it);
+					return found;
+				}
+			}
+		}
+		ADD_FAILURE() << "no completion for context " << context;
+		return {};
+	}
+
+	void progress_for(int ms)
+	{
+		auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+		while (std::chrono::steady_clock::now() < deadline)
+			for (Node *n : {a.get(), b.get(), c.get()})
+				if (n)
+					n->poll();
+	}
+
+	static std::vector<uint8_t> pattern(size_t len, uint8_t seed)
+	{
+		std::vector<uint8_t> v(len);
+		for (size_t i = 0; i < len; i++)
+			v[i] = static_cast<uint8_t>(seed + i * 7 + (i >> 9));
+		return v;
+	}
+
+	fi_info *info = nullptr;
+	std::unique_ptr<Node> a, b, c;
+	fi_addr_t b_at_a = FI_ADDR_NOTAVAIL, a_at_b = FI_ADDR_NOTAVAIL;
+};
+
+const size_t kSizes[] = {0, 1, 64, 16383, 16384, 16385, 100000, 131072, 131073, 1 << 20, 4 << 20};
+
+TEST_F(RxmLoopback, MessagesOfAllProtocolsArriveIntactWithSource)
+{
+	int send_ctx, recv_ctx;
+	for (size_t size : kSizes) {
+		SCOPED_TRACE(size);
+		auto data = pattern(size, static_cast<uint8_t>(size));
+		std::vector<uint8_t> in(size + 8, 0xee);
+		ASSERT_EQ(0, fi_recv(b->ep, in.data(), in.size(), nullptr, FI_ADDR_UNSPEC, &recv_ctx));
+		ASSERT_EQ(0, fi_send(a->ep, data.data(), size, nullptr, b_at_a, &send_ctx));
+		Completion s = wait_for(*a, &send_ctx);
+		Completion r = wait_for(*b, &recv_ctx);
+		ASSERT_FALSE(s.error);
+		ASSERT_FALSE(r.error) << fi_strerror(r.err.err);
+		EXPECT_EQ(FI_SEND | FI_MSG, s.entry.flags);
+		EXPECT_EQ(FI_RECV | FI_MSG, r.entry.flags);
+		EXPECT_EQ(size, r.entry.len);
+		EXPECT_EQ(a_at_b, r.source);
+		EXPECT_EQ(0, memcmp(in.data(), data.data(), size));
+		EXPECT_EQ(0xee, in[size]); // nothing written past the message
+	}
+}
+
+TEST_F(RxmLoopback, TaggedUnexpectedMessagesMatchWithIgnoreBits)
+{
+	int send_ctx[3], recv_ctx[3];
+	const size_t sizes[3] = {100, 50000, 300000};
+	std::vector<std::vector<uint8_t>> data;
+	for (int i = 0; i < 3; i++) {
+		data.push_back(pattern(sizes[i], static_cast<uint8_t>(i)));
+		ASSERT_EQ(0, fi_tsend(a->ep, data[i].data(), sizes[i], nullptr, b_at_a,
+				      0xabc00 + i, &send_ctx[i]));
+	}
+	progress_for(200); // all three arrive before any receive is posted
+	for (int i = 2; i >= 0; i--) {
+		std::vector<uint8_t> in(sizes[i]);
+		ASSERT_EQ(0, fi_trecv(b->ep, in.data(), in.size(), nullptr, FI_ADDR_UNSPEC,
+				      0xabc00 + i, 0, &recv_ctx[i]));
+		Completion r = wait_for(*b, &recv_ctx[i]);
+		ASSERT_FALSE(r.error) << fi_strerror(r.err.err);
+		EXPECT_EQ(FI_RECV | FI_TAGGED, r.entry.flags);
+		EXPECT_EQ(0xabc00u + i, r.entry.tag);
+		EXPECT_EQ(data[i], in);
+	}
+	for (int i = 0; i < 3; i++)
+		EXPECT_FALSE(wait_for(*a, &send_ctx[i]).error);
+
+	// Ignore bits: the receive accepts any tag in 0x500..0x5ff.
+	uint64_t payload = 42;
+	int rctx, sctx;
+	uint64_t got = 0;
+	ASSERT_EQ(0, fi_trecv(b->ep, &got, sizeof(got), nullptr, FI_ADDR_UNSPEC, 0x500, 0xff, &rctx));
+	ASSERT_EQ(0, fi_tsend(a->ep, &payload, sizeof(payload), nullptr, b_at_a, 0x5a7, &sctx));
+	Completion r = wait_for(*b, &rctx);
+	EXPECT_EQ(0x5a7u, r.entry.tag);
+	EXPECT_EQ(42u, got);
+	wait_for(*a, &sctx);
+}
+
+TEST_F(RxmLoopback, RemoteCqDataAndInject)
+{
+	uint32_t v = 0x1234, got = 0;
+	int rctx;
+	ASSERT_EQ(0, fi_recv(b->ep, &got, sizeof(got), nullptr, FI_ADDR_UNSPEC, &rctx));
+	ASSERT_EQ(0, fi_injectdata(a->ep, &v, sizeof(v), 0xfeedULL, b_at_a));
+	v = 0; // inject: the buffer is free at once
+	Completion r = wait_for(*b, &rctx);
+	EXPECT_EQ(FI_RECV | FI_MSG | FI_REMOTE_CQ_DATA, r.entry.flags);
+	EXPECT_EQ(0xfeedu, r.entry.data);
+	EXPECT_EQ(0x1234u, got);
+	EXPECT_EQ(-FI_EMSGSIZE, fi_inject(a->ep, &v, info->tx_attr->inject_size + 1, b_at_a));
+}
+
+TEST_F(RxmLoopback, PeekClaimAndDiscard)
+{
+	uint64_t v = 77, got = 0;
+	int sctx, peek_ctx, claim_ctx;
+	fi_msg_tagged msg{};
+	msg.addr = FI_ADDR_UNSPEC;
+	msg.tag = 9;
+	msg.context = &peek_ctx;
+	// Nothing there yet.
+	ASSERT_EQ(0, fi_trecvmsg(b->ep, &msg, FI_PEEK));
+	Completion none = wait_for(*b, &peek_ctx);
+	ASSERT_TRUE(none.error);
+	EXPECT_EQ(FI_ENOMSG, none.err.err);
+
+	ASSERT_EQ(0, fi_tsend(a->ep, &v, sizeof(v), nullptr, b_at_a, 9, &sctx));
+	wait_for(*a, &sctx);
+	Completion peeked;
+	for (int tries = 0; tries < 100; tries++) {
+		msg.context = &claim_ctx;
+		ASSERT_EQ(0, fi_trecvmsg(b->ep, &msg, FI_PEEK | FI_CLAIM));
+		peeked = wait_for(*b, &claim_ctx);
+		if (!peeked.error)
+			break;
+		progress_for(10);
+	}
+	ASSERT_FALSE(peeked.error);
+	EXPECT_EQ(sizeof(v), peeked.entry.len);
+	EXPECT_EQ(9u, peeked.entry.tag);
+	// A plain receive does not take the claimed message.
+	int other_ctx;
+	uint64_t other = 0;
+	ASSERT_EQ(0, fi_trecv(b->ep, &other, sizeof(other), nullptr, FI_ADDR_UNSPEC, 9, 0, &other_ctx));
+	iovec iov{&got, sizeof(got)};
+	msg.msg_iov = &iov;
+	msg.iov_count = 1;
+	msg.context = &claim_ctx;
+	ASSERT_EQ(0, fi_trecvmsg(b->ep, &msg, FI_CLAIM));
+	Completion claimed = wait_for(*b, &claim_ctx);
+	ASSERT_FALSE(claimed.error);
+	EXPECT_EQ(77u, got);
+
+	// The pending plain receive gets the next one; a peek with FI_DISCARD drops another.
+	uint64_t w = 88;
+	ASSERT_EQ(0, fi_tsend(a->ep, &w, sizeof(w), nullptr, b_at_a, 9, &sctx));
+	EXPECT_FALSE(wait_for(*b, &other_ctx).error);
+	EXPECT_EQ(88u, other);
+	wait_for(*a, &sctx);
+}
+
+TEST_F(RxmLoopback, CancelAndTruncation)
+{
+	int rctx, sctx;
+	char small[10];
+	ASSERT_EQ(0, fi_recv(b->ep, small, sizeof(small), nullptr, FI_ADDR_UNSPEC, &rctx));
+	ASSERT_EQ(0, fi_cancel(&b->ep->fid, &rctx));
+	Completion c = wait_for(*b, &rctx);
+	ASSERT_TRUE(c.error);
+	EXPECT_EQ(FI_ECANCELED, c.err.err);
+
+	for (size_t size : {size_t(100), size_t(50000), size_t(400000)}) {
+		SCOPED_TRACE(size);
+		auto data = pattern(size, 3);
+		ASSERT_EQ(0, fi_recv(b->ep, small, sizeof(small), nullptr, FI_ADDR_UNSPEC, &rctx));
+		ASSERT_EQ(0, fi_send(a->ep, data.data(), size, nullptr, b_at_a, &sctx));
+		Completion t = wait_for(*b, &rctx);
+		ASSERT_TRUE(t.error);
+		EXPECT_EQ(FI_ETRUNC, t.err.err);
+		EXPECT_EQ(sizeof(small), t.err.len);
+		EXPECT_EQ(size - sizeof(small), t.err.olen);
+		EXPECT_EQ(0, memcmp(small, data.data(), sizeof(small)));
+		EXPECT_FALSE(wait_for(*a, &sctx).error);
+	}
+}
+
+TEST_F(RxmLoopback, MultiReceiveSlicesOneBuffer)
+{
+	size_t min_free = 16384;
+	ASSERT_EQ(0, fi_setopt(&b->ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min_free,
+			       sizeof(min_free)));
+	std::vector<uint8_t> big(65536, 0);
+	iovec iov{big.data(), big.size()};
+	int mctx;
+	fi_msg msg{&iov, nullptr, 1, FI_ADDR_UNSPEC, &mctx, 0};
+	ASSERT_EQ(0, fi_recvmsg(b->ep, &msg, FI_MULTI_RECV));
+	int sctx[3];
+	std::vector<std::vector<uint8_t>> data;
+	for (int i = 0; i < 3; i++) {
+		data.push_back(pattern(20000, static_cast<uint8_t>(10 * i)));
+		ASSERT_EQ(0, fi_send(a->ep, data[i].data(), 20000, nullptr, b_at_a, &sctx[i]));
+	}
+	for (int i = 0; i < 3; i++) {
+		Completion r = wait_for(*b, &mctx);
+		ASSERT_FALSE(r.error);
+		EXPECT_EQ(20000u, r.entry.len);
+		EXPECT_EQ(big.data() + 20000 * i, r.entry.buf);
+		EXPECT_EQ(i == 2, (r.entry.flags & FI_MULTI_RECV) != 0);
+		EXPECT_EQ(0, memcmp(big.data() + 20000 * i, data[i].data(), 20000));
+		wait_for(*a, &sctx[i]);
+	}
+}
+
+TEST_F(RxmLoopback, DirectedReceiveAndUnknownSource)
+{
+	c = std::make_unique<Node>(info);
+	fi_addr_t b_at_c = c->insert(*b);
+	fi_addr_t c_at_b = b->insert(*c);
+	uint32_t from_a = 1, from_c = 2, got_c = 0, got_any = 0;
+	int rc, rany, sa, sc;
+	ASSERT_EQ(0, fi_recv(b->ep, &got_c, sizeof(got_c), nullptr, c_at_b, &rc));
+	ASSERT_EQ(0, fi_recv(b->ep, &got_any, sizeof(got_any), nullptr, FI_ADDR_UNSPEC, &rany));
+	ASSERT_EQ(0, fi_send(a->ep, &from_a, sizeof(from_a), nullptr, b_at_a, &sa));
+	Completion r = wait_for(*b, &rany); // A's message skips the receive directed at C
+	EXPECT_EQ(1u, got_any);
+	EXPECT_EQ(a_at_b, r.source);
+	ASSERT_EQ(0, fi_send(c->ep, &from_c, sizeof(from_c), nullptr, b_at_c, &sc));
+	r = wait_for(*b, &rc);
+	EXPECT_EQ(2u, got_c);
+	EXPECT_EQ(c_at_b, r.source);
+	wait_for(*a, &sa);
+	wait_for(*c, &sc);
+
+	// A sender B's AV does not know is reported as FI_ADDR_NOTAVAIL.
+	fi_addr_t rm = c_at_b;
+	ASSERT_EQ(0, fi_av_remove(b->av, &rm, 1, 0));
+	ASSERT_EQ(0, fi_recv(b->ep, &got_any, sizeof(got_any), nullptr, FI_ADDR_UNSPEC, &rany));
+	ASSERT_EQ(0, fi_send(c->ep, &from_c, sizeof(from_c), nullptr, b_at_c, &sc));
+	r = wait_for(*b, &rany);
+	EXPECT_EQ(FI_ADDR_NOTAVAIL, r.source);
+	wait_for(*c, &sc);
+}
+
+TEST_F(RxmLoopback, SimultaneousConnectAndSelf)
+{
+	uint32_t va = 10, vb = 20, got_a = 0, got_b = 0;
+	int ra, rb, sa, sb;
+	ASSERT_EQ(0, fi_recv(a->ep, &got_a, sizeof(got_a), nullptr, FI_ADDR_UNSPEC, &ra));
+	ASSERT_EQ(0, fi_recv(b->ep, &got_b, sizeof(got_b), nullptr, FI_ADDR_UNSPEC, &rb));
+	// Both connect before either side progresses.
+	ASSERT_EQ(0, fi_send(a->ep, &va, sizeof(va), nullptr, b_at_a, &sa));
+	ASSERT_EQ(0, fi_send(b->ep, &vb, sizeof(vb), nullptr, a_at_b, &sb));
+	EXPECT_FALSE(wait_for(*a, &ra).error);
+	EXPECT_FALSE(wait_for(*b, &rb).error);
+	EXPECT_EQ(20u, got_a);
+	EXPECT_EQ(10u, got_b);
+	EXPECT_FALSE(wait_for(*a, &sa).error);
+	EXPECT_FALSE(wait_for(*b, &sb).error);
+
+	fi_addr_t self = a->insert(*a);
+	uint32_t me = 99, got = 0;
+	int rs, ss;
+	ASSERT_EQ(0, fi_recv(a->ep, &got, sizeof(got), nullptr, FI_ADDR_UNSPEC, &rs));
+	ASSERT_EQ(0, fi_send(a->ep, &me, sizeof(me), nullptr, self, &ss));
+	Completion r = wait_for(*a, &rs);
+	EXPECT_FALSE(r.error);
+	EXPECT_EQ(99u, got);
+	EXPECT_EQ(self, r.source);
+	wait_for(*a, &ss);
+}
+
+TEST_F(RxmLoopback, RmaWriteAndRead)
+{
+	if (!(info->caps & FI_RMA))
+		GTEST_SKIP() << "core without RMA";
+	std::vector<uint8_t> target(200000, 0);
+	fid_mr *mr = nullptr;
+	ASSERT_EQ(0, fi_mr_reg(b->domain, target.data(), target.size(),
+			       FI_REMOTE_WRITE | FI_REMOTE_READ, 0, 5, 0, &mr, nullptr));
+	uint64_t base = (info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
+				? reinterpret_cast<uintptr_t>(target.data())
+				: 0;
+	auto data = pattern(150000, 1);
+	int wctx, rctx;
+	ASSERT_EQ(0, fi_write(a->ep, data.data(), data.size(), nullptr, b_at_a, base + 1000,
+			      fi_mr_key(mr), &wctx));
+	Completion w = wait_for(*a, &wctx);
+	ASSERT_FALSE(w.error) << fi_strerror(w.err.err);
+	EXPECT_EQ(FI_RMA | FI_WRITE, w.entry.flags);
+	EXPECT_EQ(0, memcmp(target.data() + 1000, data.data(), data.size()));
+	std::vector<uint8_t> back(5000);
+	ASSERT_EQ(0, fi_read(a->ep, back.data(), back.size(), nullptr, b_at_a, base + 1000,
+			     fi_mr_key(mr), &rctx));
+	Completion r = wait_for(*a, &rctx);
+	ASSERT_FALSE(r.error);
+	EXPECT_EQ(0, memcmp(back.data(), data.data(), back.size()));
+	// A wrong key is refused by the target with an error completion.
+	ASSERT_EQ(0, fi_write(a->ep, data.data(), 10, nullptr, b_at_a, base, fi_mr_key(mr) + 77,
+			      &wctx));
+	EXPECT_TRUE(wait_for(*a, &wctx).error);
+	EXPECT_EQ(0, fi_close(&mr->fid));
+}
+
+TEST_F(RxmLoopback, BadArgumentsAreRefused)
+{
+	char buf[8] = {};
+	EXPECT_EQ(-FI_EINVAL, fi_send(a->ep, buf, sizeof(buf), nullptr, 12345, nullptr));
+	iovec iov[5] = {};
+	EXPECT_EQ(-FI_EINVAL, fi_sendv(a->ep, iov, nullptr, 5, b_at_a, nullptr));
+	EXPECT_EQ(-FI_EINVAL, fi_recvv(a->ep, iov, nullptr, 5, FI_ADDR_UNSPEC, nullptr));
+}
+
+} // namespace

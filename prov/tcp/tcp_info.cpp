@@ -190,7 +190,7 @@ fi_info *make_info(uint32_t version, const Interface &iface, const sockaddr_stor
 	ep->protocol_version = 1;
 	ep->max_msg_size = SIZE_MAX;
 	ep->max_order_raw_size = SIZE_MAX;
-	ep->max_order_war_size = SIZE_MAX;
+	ep->max_order_war_size = 0;
 	ep->max_order_waw_size = SIZE_MAX;
 	ep->tx_ctx_cnt = 1;
 	ep->rx_ctx_cnt = 1;

@@ -16,8 +16,10 @@ inline constexpr uint64_t kRxCaps = FI_MSG | FI_RMA | FI_RECV | FI_REMOTE_READ |
 	FI_REMOTE_WRITE | FI_MULTI_RECV | FI_RMA_EVENT;
 inline constexpr uint64_t kDomainCaps = FI_LOCAL_COMM | FI_REMOTE_COMM;
 inline constexpr uint64_t kCaps = kTxCaps | kRxCaps | kDomainCaps;
+// One stream processed in order gives these. Not WAR/SAR: a read response is sent from the
+// registered memory after later operations may already have been placed.
 inline constexpr uint64_t kMsgOrder = FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_RAS |
-	FI_ORDER_WAR | FI_ORDER_WAW | FI_ORDER_WAS | FI_ORDER_SAR | FI_ORDER_SAW | FI_ORDER_SAS;
+	FI_ORDER_WAW | FI_ORDER_WAS | FI_ORDER_SAW | FI_ORDER_SAS;
 
 } // namespace tcp
 

@@ -8,6 +8,7 @@
 sys_tool=${SYSTEM_FI_INFO:-/usr/bin/fi_info}
 [ -x "$sys_tool" ] || { echo "SKIP: $sys_tool not installed"; exit 77; }
 : "${top_builddir:?top_builddir must point at the build tree}"
+unset FI_PROVIDER FI_LOG_LEVEL FI_LOG_PROV FI_LOG_SUBSYS
 
 libdir=$top_builddir/.libs
 # The real program, not libtool's wrapper script, so that both get the same argv[0].
@@ -42,8 +43,6 @@ compare() {
 		cat "$work/sys.err"
 		return
 	fi
-	# The system's shm provider names its address after the process id.
-	sed -i -E 's|fi_shm://[0-9]+|fi_shm://PID|g' "$work/sys.out" "$work/ours.out"
 	local part
 	for part in out err rc; do
 		if ! cmp -s "$work/sys.$part" "$work/ours.$part"; then
@@ -117,6 +116,8 @@ if [ -f "$system_libdir/libfabric.so.1" ]; then
 	# Each run loads every system provider (~0.4 s), so only one case per output path.
 	echo "== on the system library ($system_libdir)"
 	libdir=$system_libdir
+	# Its shm provider names addresses after the process id, whose length varies.
+	export FI_PROVIDER='^shm'
 	compare
 	compare -l
 	compare -v

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <new>
 #include <random>
+#include <thread>
 
 namespace rxm {
 
@@ -250,6 +251,9 @@ int RxmEndpoint::enable()
 		}
 	}
 	enabled_ = true;
+	if (p.data_auto_progress ||
+	    (info_->domain_attr && info_->domain_attr->data_progress == FI_PROGRESS_AUTO))
+		start_auto_progress();
 	return 0;
 fail:
 	RXM_WARN(FI_LOG_EP_CTRL, "enabling endpoint: %s\n", fi_strerror(-ret));
@@ -290,10 +294,29 @@ void RxmEndpoint::shutdown_all()
 	enabled_ = false;
 }
 
+void RxmEndpoint::start_auto_progress()
+{
+	progress_running_ = true;
+	progress_thread_ = std::thread([this] {
+		while (progress_running_.load(std::memory_order_acquire)) {
+			progress();
+			std::this_thread::sleep_for(std::chrono::microseconds(200));
+		}
+	});
+}
+
+void RxmEndpoint::stop_auto_progress()
+{
+	progress_running_ = false;
+	if (progress_thread_.joinable())
+		progress_thread_.join();
+}
+
 int RxmEndpoint::close()
 {
 	if (busy())
 		return -FI_EBUSY;
+	stop_auto_progress(); // before anything it progresses goes away
 	if (tx_cq_)
 		tx_cq_->detach(this);
 	if (rx_cq_ && rx_cq_ != tx_cq_)

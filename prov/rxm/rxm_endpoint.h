@@ -16,10 +16,12 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -95,6 +97,8 @@ private:
 	void shutdown_all();
 	void drain_core_cq();
 	void drain_core_eq();
+	void start_auto_progress();
+	void stop_auto_progress();
 
 	// Sending (rxm_send.cpp)
 	ssize_t send_common(const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
@@ -189,6 +193,9 @@ private:
 	std::unordered_map<std::string, RxmConn *> peers_;
 	std::vector<std::unique_ptr<RxmConn>> conns_; // all connections, freed at close
 	std::deque<RecvOp *> pending_reads_;
+	// FI_PROGRESS_AUTO data progress: a thread runs progress() while the endpoint is enabled.
+	std::thread progress_thread_;
+	std::atomic<bool> progress_running_{false};
 };
 
 } // namespace rxm

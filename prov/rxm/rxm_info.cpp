@@ -124,6 +124,7 @@ fi_info *rdm_info_from_core(const fi_info *core)
 	d->name = dup_or_null(cd->name);
 	d->threading = FI_THREAD_SAFE;
 	d->control_progress = FI_PROGRESS_AUTO;
+	// FI_OFI_RXM_DATA_AUTO_PROGRESS gives endpoints a progress thread (see RxmEndpoint).
 	d->data_progress = p.data_auto_progress ? FI_PROGRESS_AUTO : FI_PROGRESS_MANUAL;
 	d->resource_mgmt = FI_RM_ENABLED;
 	d->av_type = FI_AV_UNSPEC;

@@ -14,6 +14,9 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -444,6 +447,94 @@ TEST_F(RxmLoopback, RmaWriteAndRead)
 			      &wctx));
 	EXPECT_TRUE(wait_for(*a, &wctx).error);
 	EXPECT_EQ(0, fi_close(&mr->fid));
+}
+
+TEST_F(RxmLoopback, UnreachablePeerFailsPendingSends)
+{
+	// A listener-less address: grab a free port and close it again.
+	c = std::make_unique<Node>(info);
+	uint8_t dead[64];
+	memcpy(dead, c->name, c->name_len);
+	c.reset(); // its passive endpoint is gone; nobody listens there now
+	fi_addr_t nowhere = FI_ADDR_NOTAVAIL;
+	ASSERT_EQ(1, fi_av_insert(a->av, dead, 1, &nowhere, 0, nullptr));
+	uint32_t v = 5;
+	int sctx[2];
+	ASSERT_EQ(0, fi_send(a->ep, &v, sizeof(v), nullptr, nowhere, &sctx[0]));
+	ASSERT_EQ(0, fi_send(a->ep, &v, sizeof(v), nullptr, nowhere, &sctx[1]));
+	for (int i = 0; i < 2; i++) {
+		Completion e = wait_for(*a, &sctx[i]);
+		ASSERT_TRUE(e.error);
+		EXPECT_NE(0, e.err.err);
+	}
+	// The endpoint keeps working with live peers.
+	int rctx, s2;
+	uint32_t got = 0;
+	ASSERT_EQ(0, fi_recv(b->ep, &got, sizeof(got), nullptr, FI_ADDR_UNSPEC, &rctx));
+	ASSERT_EQ(0, fi_send(a->ep, &v, sizeof(v), nullptr, b_at_a, &s2));
+	EXPECT_FALSE(wait_for(*b, &rctx).error);
+	EXPECT_EQ(5u, got);
+	wait_for(*a, &s2);
+}
+
+TEST_F(RxmLoopback, RestartedPeerIsReachedAgain)
+{
+	uint32_t v = 1, got = 0;
+	int rctx, sctx;
+	ASSERT_EQ(0, fi_recv(b->ep, &got, sizeof(got), nullptr, FI_ADDR_UNSPEC, &rctx));
+	ASSERT_EQ(0, fi_send(a->ep, &v, sizeof(v), nullptr, b_at_a, &sctx));
+	wait_for(*b, &rctx);
+	wait_for(*a, &sctx);
+	// A restarts: a new endpoint on a new address; B learns it and both talk again.
+	a = std::make_unique<Node>(info);
+	b_at_a = a->insert(*b);
+	a_at_b = b->insert(*a);
+	v = 2;
+	ASSERT_EQ(0, fi_recv(b->ep, &got, sizeof(got), nullptr, FI_ADDR_UNSPEC, &rctx));
+	ASSERT_EQ(0, fi_send(a->ep, &v, sizeof(v), nullptr, b_at_a, &sctx));
+	Completion r = wait_for(*b, &rctx);
+	EXPECT_FALSE(r.error);
+	EXPECT_EQ(2u, got);
+	EXPECT_EQ(a_at_b, r.source);
+	wait_for(*a, &sctx);
+	// And B can answer on its own.
+	ASSERT_EQ(0, fi_recv(a->ep, &got, sizeof(got), nullptr, FI_ADDR_UNSPEC, &rctx));
+	ASSERT_EQ(0, fi_send(b->ep, &v, sizeof(v), nullptr, a_at_b, &sctx));
+	EXPECT_FALSE(wait_for(*a, &rctx).error);
+	wait_for(*b, &sctx);
+}
+
+TEST_F(RxmLoopback, PeerRestartedOnTheSameAddressReplacesItsConnection)
+{
+	// C listens on a fixed port from this test's range, talks to B, then is reopened on the
+	// same address (new endpoint id) before B notices the old one went away.
+	fi_info *fixed = fi_dupinfo(info);
+	ASSERT_NE(nullptr, fixed->src_addr);
+	reinterpret_cast<sockaddr_in *>(fixed->src_addr)->sin_port = htons(21201);
+	uint32_t v = 1, got = 0;
+	int rctx, sctx;
+	for (int round = 0; round < 2; round++) {
+		SCOPED_TRACE(round);
+		c.reset();
+		c = std::make_unique<Node>(fixed);
+		fi_addr_t b_at_c = c->insert(*b);
+		fi_addr_t c_at_b = b->insert(*c); // the same entry both rounds
+		ASSERT_EQ(0, fi_recv(b->ep, &got, sizeof(got), nullptr, FI_ADDR_UNSPEC, &rctx));
+		v = 100 + round;
+		ASSERT_EQ(0, fi_send(c->ep, &v, sizeof(v), nullptr, b_at_c, &sctx));
+		Completion r = wait_for(*b, &rctx);
+		EXPECT_FALSE(r.error);
+		EXPECT_EQ(v, got);
+		EXPECT_EQ(c_at_b, r.source);
+		wait_for(*c, &sctx);
+		// B answers over whatever connection it now has to C.
+		ASSERT_EQ(0, fi_recv(c->ep, &got, sizeof(got), nullptr, FI_ADDR_UNSPEC, &rctx));
+		ASSERT_EQ(0, fi_send(b->ep, &v, sizeof(v), nullptr, c_at_b, &sctx));
+		EXPECT_FALSE(wait_for(*c, &rctx).error);
+		EXPECT_FALSE(wait_for(*b, &sctx).error);
+	}
+	c.reset();
+	fi_freeinfo(fixed);
 }
 
 TEST_F(RxmLoopback, BadArgumentsAreRefused)

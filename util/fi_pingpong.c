@@ -11,6 +11,29 @@
 bool pp_verbose;
 
 static const size_t default_sizes[] = { 64, 256, 1024, 4096, 65536, 1048576 };
+/* -S all: 0, 1, then 2^k and 2^k + 2^(k-1) for k = 1..22 (up to 6 MiB), as upstream. */
+#define PP_ALL_SIZES_MAX_SHIFT 22
+
+static size_t all_size(size_t index)
+{
+	if (index < 2)
+		return index;
+	size_t k = 1 + (index - 2) / 2;
+	size_t base = (size_t)1 << k;
+	return (index - 2) % 2 == 0 ? base : base + base / 2;
+}
+
+static size_t all_sizes_count(void)
+{
+	return 2 + 2 * PP_ALL_SIZES_MAX_SHIFT;
+}
+
+size_t pp_max_listed_size(const struct pp_options *opts)
+{
+	if (opts->all_sizes)
+		return all_size(all_sizes_count() - 1);
+	return default_sizes[sizeof(default_sizes) / sizeof(default_sizes[0]) - 1];
+}
 
 void pp_debug(const char *fmt, ...)
 {
@@ -94,6 +117,7 @@ static int parse_args(int argc, char **argv, struct pp_options *o)
 		case 'S':
 			if (!strcmp(optarg, "all")) {
 				o->size = 0;
+				o->all_sizes = true;
 			} else if (parse_long(optarg, &value)) {
 				o->size = (size_t)value;
 			} else {
@@ -171,8 +195,13 @@ static int run(struct pp_test *t)
 	ret = pp_fabric_init(t);
 	if (ret)
 		return ret;
+	/* Listed sizes above the endpoint's max_msg_size are skipped (xfer_max is capped). */
 	if (t->opts.size) {
 		ret = run_size(t, t->opts.size);
+	} else if (t->opts.all_sizes) {
+		for (size_t i = 0; !ret && i < all_sizes_count(); i++)
+			if (all_size(i) <= t->fab.xfer_max)
+				ret = run_size(t, all_size(i));
 	} else {
 		for (size_t i = 0; !ret && i < sizeof(default_sizes) / sizeof(default_sizes[0]); i++)
 			if (default_sizes[i] <= t->fab.xfer_max)

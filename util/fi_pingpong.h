@@ -42,7 +42,8 @@ struct pp_options {
 	const char *provider;
 	enum fi_ep_type ep_type;
 	long iterations;
-	size_t size;            /* 0 means "all default sizes" */
+	size_t size;            /* 0: a list of sizes, see all_sizes */
+	bool all_sizes;         /* -S all: every size of the long list, not the default six */
 	bool check_data;
 	bool tagged;
 	bool verbose;
@@ -107,5 +108,8 @@ int pp_finalize(struct pp_test *t);
 /* fi_pingpong_perf.c */
 uint64_t pp_now_usec(void);
 void pp_show_perf(size_t size, long sent, long acked, uint64_t elapsed_usec);
+
+/* fi_pingpong.c */
+size_t pp_max_listed_size(const struct pp_options *opts);
 
 #endif

@@ -77,7 +77,7 @@ static int alloc_buffers(struct pp_test *t, struct fi_info *info)
 		}
 		f->xfer_max = t->opts.size;
 	} else {
-		f->xfer_max = 1 << 20;
+		f->xfer_max = pp_max_listed_size(&t->opts);
 		if (max_msg && f->xfer_max > max_msg)
 			f->xfer_max = max_msg;
 	}

@@ -32,7 +32,8 @@ dist_noinst_SCRIPTS += \
 	fabtests/scripts/build-against-system.sh \
 	fabtests/scripts/gen-makefile-include.sh \
 	fabtests/scripts/check-quick.sh \
-	fabtests/scripts/quick-summary.sh
+	fabtests/scripts/quick-summary.sh \
+	fabtests/scripts/pingpong-interop.sh
 dist_noinst_DATA += fabtests/README.md $(wildcard $(srcdir)/fabtests/scripts/excludes/*.exclude)
 TAIL
 } > Makefile.include

@@ -210,8 +210,10 @@ int Endpoint::getopt(int level, int optname, void *optval, size_t *optlen)
 		return -FI_EINVAL;
 	switch (optname) {
 	case FI_OPT_MIN_MULTI_RECV:
-		if (*optlen < sizeof(size_t))
+		if (*optlen < sizeof(size_t)) {
+			*optlen = sizeof(size_t);
 			return -FI_ETOOSMALL;
+		}
 		*static_cast<size_t *>(optval) = min_multi_recv_;
 		*optlen = sizeof(size_t);
 		return 0;

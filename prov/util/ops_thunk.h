@@ -4,7 +4,8 @@
 //     ssize_t (*send)(struct fid_ep *ep, const void *buf, size_t len, ...);
 // Thunk<T, Call, Entry>::call has exactly that signature: it recovers the T object from the
 // fid, invokes Call (a captureless lambda forwarding to the member function, see
-// UTIL_OPS_ENTRY) and converts any C++ exception into an -FI_E* code. When T has no member
+// UTIL_OPS_ENTRY) and converts any C++ exception into an -FI_E* code (util::Error gives its
+// code, std::bad_alloc -FI_ENOMEM, anything else -FI_EOTHER). When T has no member
 // callable with the entry's arguments, the entry becomes a function returning -FI_ENOSYS.
 #ifndef OFI_PROV_UTIL_OPS_THUNK_H
 #define OFI_PROV_UTIL_OPS_THUNK_H
@@ -42,6 +43,16 @@ const struct fid *as_fid(const PublicFid *f) noexcept
 	return f ? &f->fid : nullptr;
 }
 
+// The -FI_ENOSYS entry for one entry type; shared by all classes so that tables can be
+// checked at compile time (util::implemented).
+template <class Entry>
+struct Unsupported;
+
+template <class R, class FidPtr, class... Args>
+struct Unsupported<R (*)(FidPtr, Args...)> {
+	static R call(FidPtr, Args...) noexcept { return failure_value<R>(-FI_ENOSYS); }
+};
+
 template <class T, class Call, class Entry>
 struct Thunk;
 
@@ -67,11 +78,6 @@ struct Thunk<T, Call, R (*)(FidPtr, Args...)> {
 			return failure_value<R>(-FI_EOTHER);
 		}
 	}
-
-	static R not_supported(FidPtr, Args...) noexcept
-	{
-		return failure_value<R>(-FI_ENOSYS);
-	}
 };
 
 // Picks the thunk when T implements the operation, the -FI_ENOSYS stub otherwise.
@@ -82,10 +88,19 @@ constexpr Entry make_entry(Call) noexcept
 	if constexpr (ThunkType::kCallable)
 		return &ThunkType::call;
 	else
-		return &ThunkType::not_supported;
+		return &Unsupported<Entry>::call;
 }
 
 } // namespace detail
+
+// True when a table entry runs a member (false: the -FI_ENOSYS stub). Usable in
+// static_assert to catch a member whose signature does not match the entry, e.g.
+//     static_assert(util::implemented(util::make_msg_ops<TcpEndpoint>().send));
+template <class Entry>
+constexpr bool implemented(Entry entry) noexcept
+{
+	return entry != &detail::Unsupported<Entry>::call;
+}
 } // namespace util
 
 // One table entry: 'table.field' forwards to 'T::method' (if T has one callable with the

@@ -20,6 +20,12 @@ void expect_all_entries_set(const Table &table)
 		EXPECT_NE(entries[i], nullptr) << "entry " << i;
 }
 
+// Compile-time checks a provider can use to catch members with a wrong signature.
+static_assert(util::implemented(util::make_msg_ops<fake::FakeEndpoint>().send));
+static_assert(util::implemented(util::make_tagged_ops<fake::FakeEndpoint>().send));
+static_assert(!util::implemented(util::make_msg_ops<fake::FakeEndpoint>().recv));
+static_assert(!util::implemented(util::make_rma_ops<fake::FakeEndpoint>().write));
+
 TEST_F(Fixture, EveryEndpointTableEntryIsSet)
 {
 	struct fid_ep *ep = open_ep();

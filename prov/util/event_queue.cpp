@@ -192,22 +192,29 @@ ssize_t EventQueue::readerr(struct fi_eq_err_entry *buf, uint64_t flags)
 	const uint32_t api = fabric_.api_version();
 	std::vector<uint8_t> data = (flags & FI_PEEK) ? head.err_data : std::move(head.err_data);
 	last_err_data_ = std::move(data);
-	if (api_at_least(api, 1, 5) && buf->err_data && buf->err_data_size) {
-		size_t n = std::min(buf->err_data_size, last_err_data_.size());
-		std::memcpy(buf->err_data, last_err_data_.data(), n);
-		entry.err_data = buf->err_data;
-		entry.err_data_size = n;
+	entry.err_data = last_err_data_.empty() ? nullptr : last_err_data_.data();
+	entry.err_data_size = last_err_data_.size();
+	size_t copied = sizeof(struct fi_eq_err_entry);
+	if (!api_at_least(api, 1, 5)) {
+		// Pre-1.5 applications know a shorter struct without err_data_size.
+		copied = offsetof(struct fi_eq_err_entry, err_data_size);
+		std::memcpy(buf, &entry, copied);
 	} else {
-		entry.err_data = last_err_data_.empty() ? nullptr : last_err_data_.data();
-		entry.err_data_size = last_err_data_.size();
+		if (buf->err_data && buf->err_data_size) {
+			// 1.5+: a user buffer receives a copy of the error data.
+			size_t n = std::min(buf->err_data_size, last_err_data_.size());
+			std::memcpy(buf->err_data, last_err_data_.data(), n);
+			entry.err_data = buf->err_data;
+			entry.err_data_size = n;
+		}
+		*buf = entry;
 	}
-	*buf = entry;
 	if (!(flags & FI_PEEK)) {
 		events_.pop_front();
 		if (events_.empty())
 			note_drained();
 	}
-	return sizeof(struct fi_eq_err_entry);
+	return static_cast<ssize_t>(copied);
 }
 
 ssize_t EventQueue::write(uint32_t event, const void *buf, size_t len, uint64_t flags)

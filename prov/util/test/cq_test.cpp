@@ -141,6 +141,23 @@ TEST_F(OldApiFixture, CqReaderrCopiesTheShortStruct)
 	EXPECT_EQ(fi_close(&cq->fid), 0);
 }
 
+TEST_F(OldApiFixture, EqReaderrCopiesTheShortStruct)
+{
+	struct fi_eq_attr attr{};
+	struct fid_eq *eq;
+	ASSERT_EQ(fi_eq_open(fabric, &attr, &eq, nullptr), 0);
+	auto *object = util::fid_cast<util::EventQueue>(&eq->fid, FI_CLASS_EQ);
+	ASSERT_EQ(object->write_error(&eq->fid, nullptr, 0, FI_EIO, 5, "ab", 3), 0);
+	struct fi_eq_err_entry err;
+	std::memset(&err, 0xcd, sizeof(err));
+	EXPECT_EQ(fi_eq_readerr(eq, &err, 0),
+		  static_cast<ssize_t>(offsetof(struct fi_eq_err_entry, err_data_size)));
+	EXPECT_EQ(err.err, FI_EIO);
+	EXPECT_STREQ(static_cast<const char *>(err.err_data), "ab");
+	EXPECT_EQ(err.err_data_size, static_cast<size_t>(0xcdcdcdcdcdcdcdcdULL));
+	EXPECT_EQ(fi_close(&eq->fid), 0);
+}
+
 TEST_F(Fixture, CqOverrunKeepsEveryCompletion)
 {
 	struct fid_cq *cq = open_cq(FI_CQ_FORMAT_CONTEXT, 4);

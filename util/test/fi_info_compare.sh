@@ -108,27 +108,46 @@ compare -m FI_BUFFERED_RECV
 compare -i
 }
 
+# Which names -c/-m/-t/-a accept (any case) and which they reject; -p nosuchprovider keeps
+# each run short once the names are parsed.
+compare_names() {
+	local caps='fi_msg|FI_RMA|FI_TAGGED|FI_ATOMIC|FI_MULTICAST|FI_COLLECTIVE|FI_READ|FI_WRITE'
+	caps+='|FI_RECV|FI_SEND|FI_REMOTE_READ|FI_REMOTE_WRITE|FI_MULTI_RECV|FI_REMOTE_CQ_DATA'
+	caps+='|FI_MORE|FI_PEEK|FI_TRIGGER|FI_FENCE|FI_SOURCE_ERR|FI_LOCAL_COMM|FI_REMOTE_COMM'
+	caps+='|FI_SHARED_AV|FI_RMA_EVENT|FI_SOURCE|FI_NAMED_RX_CTX|FI_DIRECTED_RECV|Fi_Hmem'
+	compare -p nosuchprovider -c "$caps"
+	compare -p nosuchprovider -m 'FI_CONTEXT|FI_MSG_PREFIX|FI_ASYNC_IOV|FI_RX_CQ_DATA|fi_local_mr|FI_NOTIFY_FLAGS_ONLY|FI_RESTRICTED_COMP|FI_CONTEXT2'
+	local name
+	for name in FI_EP_UNSPEC FI_EP_MSG FI_EP_DGRAM fi_ep_rdm FI_EP_SOCK_STREAM FI_EP_SOCK_DGRAM; do
+		compare -p nosuchprovider -t "$name"
+	done
+	for name in FI_FORMAT_UNSPEC FI_SOCKADDR FI_SOCKADDR_IN fi_sockaddr_in6 FI_SOCKADDR_IB \
+		FI_ADDR_PSMX FI_ADDR_GNI FI_ADDR_BGQ FI_ADDR_MLX FI_ADDR_STR FI_ADDR_PSMX2 \
+		FI_ADDR_EFA FI_ADDR_IB_UD FI_ADDR_PSMX3 FI_ADDR_OPX FI_ADDR_CXI; do
+		compare -p nosuchprovider -a "$name"
+	done
+	for name in FI_VARIABLE_MSG FI_RMA_PMEM FI_INJECT FI_AV_USER_ID FI_ATOMICS ''; do
+		compare -p nosuchprovider -c "$name"
+	done
+	compare -p nosuchprovider -m FI_PEER_TRANSFER
+}
+
 echo "== on our library ($libdir)"
 compare_all
+compare_names
 
 system_libdir=${SYSTEM_LIBFABRIC_DIR:-/usr/lib/x86_64-linux-gnu}
 if [ -f "$system_libdir/libfabric.so.1" ]; then
-	# Each run loads every system provider (~0.4 s), so only one case per output path.
+	# Each run loads every system provider (~0.5 s): one case per output path.
 	echo "== on the system library ($system_libdir)"
 	libdir=$system_libdir
 	# Its shm provider names addresses after the process id, whose length varies.
 	export FI_PROVIDER='^shm'
 	compare
 	compare -l
-	compare -v
 	compare -e
-	compare -g TCP
-	compare -p tcp -v
 	compare -i rxm
-	compare -c 'FI_MSG|FI_RMA' -t FI_EP_RDM
-	compare -s 127.0.0.1 -a FI_SOCKADDR_IN
-	compare -n 127.0.0.1 -P 4791 -p tcp
-	compare -d lo -f 127.0.0.1/32 -m FI_CONTEXT
+	compare -s 127.0.0.1 -a FI_SOCKADDR_IN -c 'FI_MSG|FI_RMA'
 fi
 
 if [ "$failures" -ne 0 ]; then

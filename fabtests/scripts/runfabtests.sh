@@ -96,6 +96,8 @@ q single fi_cntr_test
 q single fi_av_test -e rdm
 q single fi_setopt_test -e msg
 q single fi_setopt_test -e rdm
+q single fi_ep_test -e msg
+q single fi_ep_test -e rdm
 q cs fi_msg -e msg
 q cs fi_msg -e rdm
 s cs fi_msg -e msg -S all -I 5
@@ -112,6 +114,7 @@ q cs fi_cm_data -e msg
 q cs fi_inject -e msg
 q cs fi_inject -e rdm
 q cs fi_multi_recv -e rdm
+q cs fi_multi_ep -e rdm
 s cs fi_multi_recv -e msg
 q cs fi_recv_cancel -e msg
 q cs fi_recv_cancel -e rdm

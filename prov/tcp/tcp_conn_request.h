@@ -12,6 +12,15 @@
 
 namespace tcp {
 
+class ConnRequest;
+
+// The passive endpoint tracks the requests it handed out, so closing it closes their sockets.
+class ConnRequestOwner {
+public:
+	virtual ~ConnRequestOwner() = default;
+	virtual void forget(ConnRequest *request) = 0;
+};
+
 class ConnRequest : public util::FidStorage<struct fid>, public util::FidObject {
 public:
 	ConnRequest(int fd, const sockaddr_storage &peer)
@@ -33,6 +42,14 @@ public:
 		return fd;
 	}
 	const sockaddr_storage &peer() const { return peer_; }
+	void set_owner(ConnRequestOwner *owner) { owner_ = owner; }
+	// Called by whoever consumes the request (fi_endpoint, fi_reject) before deleting it.
+	void release()
+	{
+		if (owner_)
+			owner_->forget(this);
+		owner_ = nullptr;
+	}
 	CmReader &reader() { return reader_; }
 	struct fid *handle() { return fid(); }
 
@@ -40,6 +57,7 @@ private:
 	int fd_;
 	sockaddr_storage peer_;
 	CmReader reader_;
+	ConnRequestOwner *owner_ = nullptr;
 };
 
 } // namespace tcp

@@ -56,7 +56,13 @@ TcpEndpoint::TcpEndpoint(TcpDomain &domain, const struct fi_info *info, void *co
 		auto *request = util::fid_cast<ConnRequest>(info->handle, FI_CLASS_CONNREQ);
 		if (!request)
 			throw util::Error(-FI_EINVAL);
+		request->release();
 		cm_fd_ = request->take_fd();
+		if (cm_fd_ < 0) {
+			// Its listener was closed meanwhile.
+			delete request;
+			throw util::Error(-FI_ECONNABORTED);
+		}
 		peer_ = request->peer();
 		have_peer_ = true;
 		from_request_ = true;

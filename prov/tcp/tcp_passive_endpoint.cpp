@@ -44,6 +44,22 @@ TcpPassiveEndpoint::~TcpPassiveEndpoint()
 		fabric().engine().remove_fd(listen_fd_);
 		::close(listen_fd_);
 	}
+	// Unconsumed requests: their connectors learn the listener is gone. The objects stay,
+	// because the application may still hold (and later pass) their handles; fi_endpoint
+	// then fails cleanly on the closed socket.
+	for (ConnRequest *r : delivered_) {
+		int fd = r->take_fd();
+		if (fd >= 0)
+			::close(fd);
+		r->set_owner(nullptr);
+	}
+}
+
+void TcpPassiveEndpoint::forget(ConnRequest *request)
+{
+	util::LockGuard guard(fabric().engine().lock());
+	delivered_.erase(std::remove(delivered_.begin(), delivered_.end(), request),
+			 delivered_.end());
 }
 
 int TcpPassiveEndpoint::close()
@@ -131,7 +147,9 @@ int TcpPassiveEndpoint::reject(struct fid *handle, const void *param, size_t par
 	auto *request = util::fid_cast<ConnRequest>(handle, FI_CLASS_CONNREQ);
 	if (!request)
 		return -FI_EINVAL;
-	int ret = send_cm_message(request->fd(), CmType::reject, param, paramlen);
+	request->release();
+	int ret = request->fd() < 0 ? -FI_ECONNABORTED
+				    : send_cm_message(request->fd(), CmType::reject, param, paramlen);
 	delete request;
 	return ret;
 }
@@ -225,12 +243,17 @@ int TcpPassiveEndpoint::report_request(ConnRequest *request)
 	info->src_addrlen = local_len;
 	info->addr_format = peer.ss_family == AF_INET6 ? FI_SOCKADDR_IN6 : FI_SOCKADDR_IN;
 	info->handle = request->handle();
+	// Tracked before the event is visible, so a fast consumer finds it here.
+	request->set_owner(this);
+	delivered_.push_back(request);
 	// write_cm owns `info` from here on, also when it fails.
 	int ret = eq()->write_cm(FI_CONNREQ, &pep_fid()->fid, info, request->reader().data(),
 				 request->reader().data_len());
-	if (ret)
+	if (ret) {
+		request->release();
 		FI_WARN(&provider, FI_LOG_EP_CTRL, "cannot report connection request: %s\n",
 			fi_strerror(-ret));
+	}
 	return ret;
 }
 

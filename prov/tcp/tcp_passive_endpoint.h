@@ -15,7 +15,9 @@
 
 namespace tcp {
 
-class TcpPassiveEndpoint : public util::PassiveEndpoint, public util::FdHandler {
+class TcpPassiveEndpoint : public util::PassiveEndpoint,
+			   public util::FdHandler,
+			   public ConnRequestOwner {
 public:
 	TcpPassiveEndpoint(TcpFabric &fabric, const struct fi_info *info, void *context);
 	~TcpPassiveEndpoint() override;
@@ -32,6 +34,7 @@ public:
 	int close() override;
 
 	void on_fd_ready(int fd, uint32_t events) override;
+	void forget(ConnRequest *request) override;
 
 private:
 	void accept_connections();
@@ -42,6 +45,7 @@ private:
 	int listen_fd_ = -1;
 	sockaddr_storage addr_{};
 	std::vector<ConnRequest *> reading_;   // requests whose CM message is still arriving
+	std::vector<ConnRequest *> delivered_; // reported in FI_CONNREQ, not yet consumed
 };
 
 } // namespace tcp

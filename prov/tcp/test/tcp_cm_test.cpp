@@ -65,6 +65,25 @@ TEST(TcpCm, RejectDeliversRejectDataToConnector)
 	EXPECT_STREQ("go away", reinterpret_cast<const char *>(err.err_data.data()));
 }
 
+TEST(TcpCm, ClosingListenerReleasesUnansweredRequests)
+{
+	TcpPair pair;
+	ASSERT_TRUE(pair.open());
+	ASSERT_EQ(0, fi_connect(pair.client, pair.listen_addr.data(), nullptr, 0));
+	EqEvent req = pair.wait_eq(pair.server_eq);
+	ASSERT_EQ(FI_CONNREQ, req.event);
+	ASSERT_EQ(0, fi_close(&pair.pep->fid));
+	pair.pep = nullptr;
+	// The connector hears that nobody will answer.
+	EqEvent err = pair.wait_eq(pair.client_eq);
+	ASSERT_EQ(-FI_EAVAIL, err.ret);
+	EXPECT_EQ(FI_ECONNREFUSED, err.error.err);
+	// The stale request cannot be accepted any more.
+	fid_ep *ep = nullptr;
+	EXPECT_EQ(-FI_ECONNABORTED, fi_endpoint(pair.domain, req.info, &ep, nullptr));
+	fi_freeinfo(req.info);
+}
+
 TEST(TcpCm, RejectWithBadHandleIsInvalid)
 {
 	TcpPair pair;

@@ -224,6 +224,8 @@ int VerbsEndpoint::open(VerbsDomain *domain, struct fi_info *info, struct fid_ep
 	self->max_msg_size_ = info->ep_attr && info->ep_attr->max_msg_size
 				      ? info->ep_attr->max_msg_size
 				      : (1ULL << 31);
+	self->rx_cq_data_mode_ = (info->mode & FI_RX_CQ_DATA) ||
+				 (info->rx_attr && (info->rx_attr->mode & FI_RX_CQ_DATA));
 	self->info_ = fi_dupinfo(info);
 	if (!self->info_) {
 		delete self;

@@ -134,6 +134,9 @@ private:
 	size_t rx_iov_limit_ = 1;
 	size_t inject_size_ = 0;
 	size_t max_msg_size_ = 0;
+	// FI_RX_CQ_DATA accepted: remote CQ data of RMA writes may consume posted receives.
+	// Verbs has no other way to deliver it, so without this writedata is refused.
+	bool rx_cq_data_mode_ = false;
 	uint8_t connreq_responder_resources_ = 0;
 	uint8_t connreq_initiator_depth_ = 0;
 

@@ -80,6 +80,10 @@ ssize_t VerbsEndpoint::post_send(const SendRequest &req)
 		return -FI_EINVAL;
 	if (req.flags & ~kSendFlags)
 		return -FI_EBADFLAGS;
+	// The write would consume a receive the app never agreed to post (and, finding none,
+	// be retried by the peer forever).
+	if (req.opcode == IBV_WR_RDMA_WRITE_WITH_IMM && !rx_cq_data_mode_)
+		return -FI_EOPNOTSUPP;
 	if (state_ != State::Connected)
 		return -FI_EOPBADSTATE;
 	size_t total = 0;

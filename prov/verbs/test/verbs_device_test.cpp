@@ -35,7 +35,7 @@ struct Event {
 	std::string err_data;
 };
 
-struct fi_info *verbs_info()
+struct fi_info *verbs_hints()
 {
 	struct fi_info *hints = fi_allocinfo();
 	hints->ep_attr->type = FI_EP_MSG;
@@ -44,6 +44,12 @@ struct fi_info *verbs_info()
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	hints->fabric_attr->prov_name = strdup("verbs");
 	hints->addr_format = FI_SOCKADDR_IN;
+	return hints;
+}
+
+struct fi_info *verbs_info()
+{
+	struct fi_info *hints = verbs_hints();
 	struct fi_info *info = nullptr;
 	int ret = fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &info);
 	fi_freeinfo(hints);
@@ -253,6 +259,42 @@ TEST_F(VerbsDevice, DiscoveryDescribesTheDevice)
 	EXPECT_GT(info_->ep_attr->max_msg_size, 0u);
 	ASSERT_TRUE(info_->src_addr);
 	EXPECT_EQ(static_cast<struct sockaddr *>(info_->src_addr)->sa_family, AF_INET);
+}
+
+TEST_F(VerbsDevice, GetinfoResolvesNodeServiceAndSource)
+{
+	char node[INET_ADDRSTRLEN];
+	auto *own = static_cast<struct sockaddr_in *>(info_->src_addr);
+	ASSERT_TRUE(inet_ntop(AF_INET, &own->sin_addr, node, sizeof(node)));
+	struct fi_info *hints = verbs_hints();
+	struct fi_info *found = nullptr;
+
+	ASSERT_EQ(fi_getinfo(FI_VERSION(1, 17), node, "7000", 0, hints, &found), 0);
+	ASSERT_TRUE(found->dest_addr);
+	auto *dest = static_cast<struct sockaddr_in *>(found->dest_addr);
+	EXPECT_EQ(ntohs(dest->sin_port), 7000);
+	EXPECT_EQ(dest->sin_addr.s_addr, own->sin_addr.s_addr);
+	ASSERT_TRUE(found->src_addr);
+	EXPECT_EQ(static_cast<struct sockaddr_in *>(found->src_addr)->sin_addr.s_addr,
+		  own->sin_addr.s_addr);
+	fi_freeinfo(found);
+
+	found = nullptr;
+	ASSERT_EQ(fi_getinfo(FI_VERSION(1, 17), node, "7001", FI_SOURCE, hints, &found), 0);
+	EXPECT_FALSE(found->dest_addr);
+	EXPECT_EQ(ntohs(static_cast<struct sockaddr_in *>(found->src_addr)->sin_port), 7001);
+	fi_freeinfo(found);
+
+	// No route to it (TEST-NET-3; the test VM has no default route).
+	found = nullptr;
+	EXPECT_EQ(fi_getinfo(FI_VERSION(1, 17), "203.0.113.9", "7000", 0, hints, &found), -FI_ENODATA);
+	// A source address no device owns.
+	EXPECT_EQ(fi_getinfo(FI_VERSION(1, 17), "203.0.113.9", "7000", FI_SOURCE, hints, &found),
+		  -FI_ENODATA);
+	// A domain that does not exist.
+	hints->domain_attr->name = strdup("no-such-device");
+	EXPECT_EQ(fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &found), -FI_ENODATA);
+	fi_freeinfo(hints);
 }
 
 TEST_F(VerbsDevice, ConnectAcceptAndSendRecvForms)
@@ -475,6 +517,15 @@ TEST_F(VerbsDevice, BadInputIsRefused)
 	msg.msg_iov = many.data();
 	msg.iov_count = many.size();
 	EXPECT_EQ(fi_recvmsg(client_, &msg, 0), -FI_EINVAL);
+	// Remote CQ data of a write needs a posted receive, which only FI_RX_CQ_DATA allows.
+	struct fi_info *no_cq_data = fi_dupinfo(info_);
+	no_cq_data->mode &= ~FI_RX_CQ_DATA;
+	no_cq_data->rx_attr->mode &= ~FI_RX_CQ_DATA;
+	struct fid_ep *plain = open_ep(no_cq_data, client_tx_, client_rx_);
+	fi_freeinfo(no_cq_data);
+	ASSERT_TRUE(plain);
+	EXPECT_EQ(fi_writedata(plain, buf.data(), 8, nullptr, 1, 0, 0, 0, nullptr), -FI_EOPNOTSUPP);
+	EXPECT_EQ(fi_close(&plain->fid), 0);
 	size_t size = 0, len = sizeof(size);
 	EXPECT_EQ(fi_getopt(&client_->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &size, &len), 0);
 	EXPECT_GT(size, 0u);

@@ -99,6 +99,13 @@ fi_addr_t AddressVector::find(const void *addr, size_t len)
 {
 	if (!addr || !len || len > kMaxAddrLen)
 		return FI_ADDR_NOTAVAIL;
+	struct sockaddr_storage normalized;
+	if (sockaddr_format()) {
+		if (len < sockaddr_length(addr) || !sockaddr_length(addr))
+			return FI_ADDR_NOTAVAIL;
+		len = sockaddr_normalize(addr, &normalized);
+		addr = &normalized;
+	}
 	LockGuard guard(lock_);
 	auto it = index_.find(std::string(static_cast<const char *>(addr), len));
 	return it == index_.end() ? FI_ADDR_NOTAVAIL : it->second;
@@ -114,6 +121,12 @@ int64_t AddressVector::insert_one(const void *addr, size_t len)
 {
 	if (!len || len > kMaxAddrLen)
 		return -FI_EINVAL;
+	// Store sockaddrs without padding bytes so reverse lookups match any copy.
+	struct sockaddr_storage normalized;
+	if (sockaddr_format()) {
+		len = sockaddr_normalize(addr, &normalized);
+		addr = &normalized;
+	}
 	std::string key(static_cast<const char *>(addr), len);
 	size_t slot;
 	if (!free_slots_.empty()) {

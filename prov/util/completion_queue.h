@@ -91,7 +91,6 @@ private:
 
 	void push(Record &&record);
 	bool empty_locked() const noexcept { return ring_.empty() && overflow_.empty(); }
-	Record &front_locked() noexcept { return ring_.empty() ? overflow_.front() : ring_.front(); }
 	void pop_locked() noexcept;
 	void refill_from_overflow() noexcept;
 	ssize_t read_locked(void *buf, size_t count, fi_addr_t *src_addr);

@@ -138,6 +138,27 @@ bool sockaddr_equal(const void *a, const void *b) noexcept
 	       x->sin6_scope_id == y->sin6_scope_id;
 }
 
+size_t sockaddr_normalize(const void *addr, struct sockaddr_storage *out) noexcept
+{
+	size_t len = sockaddr_length(addr);
+	std::memset(out, 0, sizeof(*out));
+	if (len == sizeof(struct sockaddr_in)) {
+		auto *in = static_cast<const struct sockaddr_in *>(addr);
+		auto *copy = reinterpret_cast<struct sockaddr_in *>(out);
+		copy->sin_family = AF_INET;
+		copy->sin_port = in->sin_port;
+		copy->sin_addr = in->sin_addr;
+	} else if (len == sizeof(struct sockaddr_in6)) {
+		auto *in6 = static_cast<const struct sockaddr_in6 *>(addr);
+		auto *copy = reinterpret_cast<struct sockaddr_in6 *>(out);
+		copy->sin6_family = AF_INET6;
+		copy->sin6_port = in6->sin6_port;
+		copy->sin6_addr = in6->sin6_addr;
+		copy->sin6_scope_id = in6->sin6_scope_id;
+	}
+	return len;
+}
+
 std::string sockaddr_host(const void *addr)
 {
 	char text[INET6_ADDRSTRLEN] = "";

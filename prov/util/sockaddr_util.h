@@ -34,6 +34,11 @@ bool sockaddr_equal(const void *a, const void *b) noexcept;  // family, address 
 // "fi_sockaddr_in://127.0.0.1:4000", "fi_sockaddr_in6://[::1]:4000"; "fi_addr_unknown"
 // for anything else.
 std::string sockaddr_to_string(const void *addr);
+// Copies the meaningful fields (family, port, address, IPv6 scope) of a sockaddr_in/in6
+// into a zeroed 'out', so equal addresses compare equal byte for byte (sin_zero and
+// flowinfo are dropped). Returns the length, 0 if 'addr' is not a sockaddr_in/in6.
+size_t sockaddr_normalize(const void *addr, struct sockaddr_storage *out) noexcept;
+
 // Host part only ("127.0.0.1", "::1").
 std::string sockaddr_host(const void *addr);
 

@@ -73,6 +73,10 @@ TEST_F(AvFixture, TableInsertLookupRemove)
 		struct sockaddr_in unknown = v4("1.1.1.1", 1);
 		EXPECT_EQ(object->find(&unknown, sizeof(unknown)), FI_ADDR_NOTAVAIL);
 		EXPECT_EQ(object->address(99), nullptr);
+		// Padding bytes do not matter for reverse lookups.
+		struct sockaddr_in padded = addrs[2];
+		std::memset(padded.sin_zero, 0x5a, sizeof(padded.sin_zero));
+		EXPECT_EQ(object->find(&padded, sizeof(padded)), fi_addrs[2]);
 		EXPECT_EQ(fi_close(&av->fid), 0);
 	}
 }

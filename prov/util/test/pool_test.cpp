@@ -96,3 +96,37 @@ TEST(Ring, FifoWithWrapAround)
 }
 
 } // namespace
+
+#include "prov/util/lock.h"
+
+namespace {
+
+TEST(Lock, KindFollowsThreadingAndProgress)
+{
+	using util::Lock;
+	EXPECT_EQ(Lock::kind_for(FI_THREAD_SAFE, FI_PROGRESS_MANUAL, FI_PROGRESS_MANUAL),
+		  Lock::Kind::Mutex);
+	EXPECT_EQ(Lock::kind_for(FI_THREAD_DOMAIN, FI_PROGRESS_MANUAL, FI_PROGRESS_MANUAL),
+		  Lock::Kind::None);
+	EXPECT_EQ(Lock::kind_for(FI_THREAD_COMPLETION, FI_PROGRESS_MANUAL, FI_PROGRESS_MANUAL),
+		  Lock::Kind::None);
+	EXPECT_EQ(Lock::kind_for(FI_THREAD_DOMAIN, FI_PROGRESS_AUTO, FI_PROGRESS_MANUAL),
+		  Lock::Kind::Mutex);
+	EXPECT_EQ(Lock::kind_for(FI_THREAD_UNSPEC, FI_PROGRESS_MANUAL, FI_PROGRESS_MANUAL),
+		  Lock::Kind::Mutex);
+	Lock none(Lock::Kind::None);
+	EXPECT_FALSE(none.is_real());
+	none.lock();
+	none.lock();  // a no-op lock never blocks
+	none.unlock();
+	none.unlock();
+	Lock real(Lock::Kind::Mutex);
+	real.lock();
+	real.lock();  // recursive
+	real.unlock();
+	real.unlock();
+	EXPECT_TRUE(real.try_lock());
+	real.unlock();
+}
+
+} // namespace

@@ -41,13 +41,14 @@ enum fi_wait_obj checked_wait_obj(const struct fi_cq_attr *attr)
 	case FI_WAIT_NONE:
 	case FI_WAIT_UNSPEC:
 	case FI_WAIT_FD:
+	case FI_WAIT_YIELD:  // blocking reads sleep in epoll instead of yielding: same contract
 		return attr->wait_obj;
 	case FI_WAIT_SET:
 		if (!attr->wait_set)
 			throw Error(-FI_EINVAL);
 		return attr->wait_obj;
 	default:
-		throw Error(-FI_ENOSYS);  // mutex/cond, yield, pollfd: not offered
+		throw Error(-FI_ENOSYS);  // mutex/cond and pollfd are not offered
 	}
 }
 

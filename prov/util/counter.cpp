@@ -17,6 +17,7 @@ enum fi_wait_obj checked_wait_obj(const struct fi_cntr_attr *attr)
 	case FI_WAIT_NONE:
 	case FI_WAIT_UNSPEC:
 	case FI_WAIT_FD:
+	case FI_WAIT_YIELD:  // blocking reads sleep in epoll instead of yielding: same contract
 		return attr->wait_obj;
 	case FI_WAIT_SET:
 		if (!attr->wait_set)

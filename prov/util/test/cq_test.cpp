@@ -241,6 +241,20 @@ TEST_F(Fixture, CqSignalInterruptsSread)
 	EXPECT_EQ(fi_close(&cq->fid), 0);
 }
 
+TEST_F(Fixture, CqYieldWaitObjectAllowsSread)
+{
+	struct fid_cq *cq = open_cq(FI_CQ_FORMAT_CONTEXT, 0, FI_WAIT_YIELD);
+	ASSERT_NE(cq, nullptr);
+	struct fi_cq_entry entry;
+	EXPECT_EQ(fi_cq_sread(cq, &entry, 1, nullptr, 10), -FI_EAGAIN);
+	int fd;
+	EXPECT_EQ(fi_control(&cq->fid, FI_GETWAIT, &fd), -FI_ENODATA);
+	EXPECT_EQ(fi_close(&cq->fid), 0);
+	struct fi_cq_attr attr{};
+	attr.wait_obj = FI_WAIT_MUTEX_COND;
+	EXPECT_EQ(fi_cq_open(domain, &attr, &cq, nullptr), -FI_ENOSYS);
+}
+
 TEST_F(Fixture, CqSreadNeedsAWaitObject)
 {
 	struct fid_cq *cq = open_cq(FI_CQ_FORMAT_CONTEXT, 0, FI_WAIT_NONE);

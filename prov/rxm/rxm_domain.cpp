@@ -1,6 +1,7 @@
 // RxmDomain and RxmMr.
 #include "prov/rxm/rxm_domain.h"
 
+#include "prov/rxm/rxm_atomic_exec.h"
 #include "prov/rxm/rxm_av.h"
 #include "prov/rxm/rxm_cq.h"
 #include "prov/rxm/rxm_endpoint.h"
@@ -9,6 +10,7 @@
 #include "prov/rxm/rxm_provider.h"
 #include "prov/util/ops_tables.h"
 
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_errno.h>
 
 #include <new>
@@ -84,6 +86,38 @@ bool RxmDomain::core_uses_virt_addr() const
 	return (mode & FI_MR_VIRT_ADDR) || mode == FI_MR_BASIC;
 }
 
+RxmMr *RxmDomain::find_mr(uint64_t key)
+{
+	std::lock_guard guard(mr_lock_);
+	auto it = mrs_.find(key);
+	return it == mrs_.end() ? nullptr : it->second;
+}
+
+void RxmDomain::forget_mr(RxmMr *mr)
+{
+	std::lock_guard guard(mr_lock_);
+	auto it = mrs_.find(fi_mr_key(mr->core()));
+	if (it != mrs_.end() && it->second == mr)
+		mrs_.erase(it);
+}
+
+int RxmDomain::query_atomic(enum fi_datatype datatype, enum fi_op op, struct fi_atomic_attr *attr,
+			    uint64_t flags)
+{
+	if (!attr)
+		return -FI_EINVAL;
+	if (flags & ~(FI_FETCH_ATOMIC | FI_COMPARE_ATOMIC | FI_TAGGED))
+		return -FI_EBADFLAGS;
+	AtomicKind kind = (flags & FI_COMPARE_ATOMIC) ? AtomicKind::compare
+			  : (flags & FI_FETCH_ATOMIC)  ? AtomicKind::fetch
+						       : AtomicKind::write;
+	if (!atomic_supported(static_cast<uint8_t>(op), static_cast<uint8_t>(datatype), kind))
+		return -FI_EOPNOTSUPP;
+	attr->size = atomic_datatype_size(static_cast<uint8_t>(datatype));
+	attr->count = atomic_max_count(static_cast<uint8_t>(datatype), kind, params().buffer_size);
+	return 0;
+}
+
 int RxmDomain::av_open(struct fi_av_attr *attr, struct fid_av **av, void *context)
 {
 	return RxmAv::open(this, attr, av, context);
@@ -107,10 +141,14 @@ int RxmDomain::mr_regattr(const struct fi_mr_attr *attr, uint64_t flags, struct 
 	int ret = fi_mr_regattr(core_, attr, flags, &core);
 	if (ret)
 		return ret;
-	RxmMr *m = new (std::nothrow) RxmMr(this, core, attr->context);
+	RxmMr *m = new (std::nothrow) RxmMr(this, core, *attr);
 	if (!m) {
 		fi_close(&core->fid);
 		return -FI_ENOMEM;
+	}
+	if (attr->iov_count == 1) {
+		std::lock_guard guard(mr_lock_);
+		mrs_[core->key] = m;
 	}
 	*mr = m->pub();
 	return 0;
@@ -136,9 +174,14 @@ int RxmDomain::mr_reg(const void *buf, size_t len, uint64_t access, uint64_t off
 	return mr_regv(&iov, 1, access, offset, requested_key, flags, mr, context);
 }
 
-RxmMr::RxmMr(RxmDomain *domain, struct fid_mr *core, void *context)
-	: FidObject(embedded_fid, FI_CLASS_MR, context), domain_(domain), core_(core)
+RxmMr::RxmMr(RxmDomain *domain, struct fid_mr *core, const struct fi_mr_attr &attr)
+	: FidObject(embedded_fid, FI_CLASS_MR, attr.context), domain_(domain), core_(core)
 {
+	if (attr.iov_count == 1 && attr.mr_iov) {
+		base_ = static_cast<uint8_t *>(attr.mr_iov[0].iov_base);
+		length_ = attr.mr_iov[0].iov_len;
+		access_ = attr.access;
+	}
 	embedded_fid.pub.fid.ops = util::ops_ptr<RxmMr, util::make_fi_ops<RxmMr>>();
 	embedded_fid.pub.mem_desc = &embedded_fid.pub;
 	embedded_fid.pub.key = core->key;
@@ -149,6 +192,7 @@ int RxmMr::close()
 {
 	if (busy())
 		return -FI_EBUSY;
+	domain_->forget_mr(this);
 	int ret = fi_close(&core_->fid);
 	if (ret)
 		return ret;

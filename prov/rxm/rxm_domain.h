@@ -9,6 +9,8 @@
 #include <rdma/fi_domain.h>
 
 #include <atomic>
+#include <mutex>
+#include <unordered_map>
 
 namespace rxm {
 
@@ -41,6 +43,14 @@ public:
 	int mr_regv(const struct iovec *iov, size_t count, uint64_t access, uint64_t offset,
 		    uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context);
 	int mr_regattr(const struct fi_mr_attr *attr, uint64_t flags, struct fid_mr **mr);
+	int query_atomic(enum fi_datatype datatype, enum fi_op op, struct fi_atomic_attr *attr,
+			 uint64_t flags);
+
+	// Emulated atomics: the target's registrations by key, and the lock that makes the
+	// emulated operations of this domain atomic with respect to each other.
+	class RxmMr *find_mr(uint64_t key);
+	void forget_mr(class RxmMr *mr);
+	std::mutex &atomic_lock() { return atomic_lock_; }
 
 private:
 	RxmDomain(RxmFabric *fabric, struct fid_domain *core, struct fi_info *core_info,
@@ -52,13 +62,16 @@ private:
 	struct fi_info *info_;
 	bool rma_capable_;
 	std::atomic<uint64_t> next_key_{1};
+	std::mutex mr_lock_;
+	std::unordered_map<uint64_t, class RxmMr *> mrs_;
+	std::mutex atomic_lock_;
 };
 
 // Memory registered through rxm: a core registration the peer's connection can use.
 // fi_mr_desc gives this object's fid_mr, so descriptors handed back are checked.
 class RxmMr : public util::FidStorage<fid_mr>, public util::FidObject {
 public:
-	RxmMr(RxmDomain *domain, struct fid_mr *core, void *context);
+	RxmMr(RxmDomain *domain, struct fid_mr *core, const struct fi_mr_attr &attr);
 	int close() override;
 	struct fid_mr *pub() { return &embedded_fid.pub; }
 	struct fid_mr *core() const { return core_; }
@@ -67,9 +80,17 @@ public:
 	// Recovers an RxmMr from an application descriptor (nullptr if it is not one).
 	static RxmMr *from_desc(void *desc);
 
+	// The registered range (single-iov registrations; others are not atomic targets).
+	uint8_t *base() const { return base_; }
+	size_t length() const { return length_; }
+	uint64_t access() const { return access_; }
+
 private:
 	RxmDomain *domain_;
 	struct fid_mr *core_;
+	uint8_t *base_ = nullptr;
+	size_t length_ = 0;
+	uint64_t access_ = 0;
 };
 
 } // namespace rxm

@@ -10,6 +10,7 @@
 #include "prov/util/fid_object.h"
 
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
@@ -88,6 +89,29 @@ public:
 		       uint64_t addr, uint64_t key, void *context);
 	ssize_t writemsg(const struct fi_msg_rma *msg, uint64_t flags);
 
+	// fi_ops_atomic (emulated: executed by the target, rxm_atomic.cpp)
+	ssize_t atomic(const void *buf, size_t count, void *desc, fi_addr_t dest, uint64_t addr,
+		       uint64_t key, enum fi_datatype datatype, enum fi_op op, void *context);
+	ssize_t atomicmsg(const struct fi_msg_atomic *msg, uint64_t flags);
+	ssize_t inject_atomic(const void *buf, size_t count, fi_addr_t dest, uint64_t addr,
+			      uint64_t key, enum fi_datatype datatype, enum fi_op op);
+	ssize_t fetch_atomic(const void *buf, size_t count, void *desc, void *result,
+			     void *result_desc, fi_addr_t dest, uint64_t addr, uint64_t key,
+			     enum fi_datatype datatype, enum fi_op op, void *context);
+	ssize_t fetch_atomicmsg(const struct fi_msg_atomic *msg, struct fi_ioc *resultv,
+				void **result_desc, size_t result_count, uint64_t flags);
+	ssize_t compare_atomic(const void *buf, size_t count, void *desc, const void *compare,
+			       void *compare_desc, void *result, void *result_desc, fi_addr_t dest,
+			       uint64_t addr, uint64_t key, enum fi_datatype datatype,
+			       enum fi_op op, void *context);
+	ssize_t compare_atomicmsg(const struct fi_msg_atomic *msg, const struct fi_ioc *comparev,
+				  void **compare_desc, size_t compare_count,
+				  struct fi_ioc *resultv, void **result_desc, size_t result_count,
+				  uint64_t flags);
+	int atomicvalid(enum fi_datatype datatype, enum fi_op op, size_t *count);
+	int fetch_atomicvalid(enum fi_datatype datatype, enum fi_op op, size_t *count);
+	int compare_atomicvalid(enum fi_datatype datatype, enum fi_op op, size_t *count);
+
 	// Drives the core CQ and EQ; called by reads of the bound CQs.
 	void progress();
 
@@ -143,6 +167,15 @@ private:
 	void on_rndv_read_done(RecvOp *op, int err);
 	fi_addr_t source_of(RxmConn *conn);
 	ssize_t peek(const struct fi_msg_tagged *msg, uint64_t flags);
+
+	// Atomics (rxm_atomic.cpp)
+	ssize_t atomic_common(const struct fi_msg_atomic *msg, const struct fi_ioc *compare,
+			      struct fi_ioc *result, uint64_t flags, int kind);
+	void handle_atomic_request(RxmConn *conn, const WireHeader &hdr,
+				   std::span<const uint8_t> payload);
+	void handle_atomic_response(RxmConn *conn, const WireHeader &hdr,
+				    std::span<const uint8_t> payload);
+	TxOp *awaiting_op(RxmConn *conn, uint64_t msg_id, TxKind kind);
 
 	// Connections (rxm_conn.cpp)
 	RxmConn *conn_for_send(fi_addr_t dest, int *err);

@@ -94,7 +94,7 @@ fi_info *rdm_info_from_core(const fi_info *core)
 
 	uint64_t order = FI_ORDER_SAS;
 	fi_tx_attr *tx = info->tx_attr;
-	tx->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_SEND);
+	tx->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_SEND);
 	tx->msg_order = order;
 	tx->comp_order = FI_ORDER_NONE;
 	tx->inject_size = p.buffer_size;
@@ -103,7 +103,7 @@ fi_info *rdm_info_from_core(const fi_info *core)
 	tx->rma_iov_limit = core_has_rma(core) ? 1 : 0;
 
 	fi_rx_attr *rx = info->rx_attr;
-	rx->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_RECV | FI_REMOTE_READ |
+	rx->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ |
 			   FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV);
 	rx->msg_order = order;
 	rx->comp_order = FI_ORDER_NONE;

@@ -10,8 +10,10 @@ namespace rxm {
 
 // Capabilities rxm implements on top of any MSG core.
 constexpr uint64_t kRxmMsgCaps = FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV |
-				 FI_SOURCE | FI_MULTI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM;
-// Added when the core offers RMA (passthrough to the peer's connection).
+				 FI_SOURCE | FI_MULTI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM |
+				 FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+// Added when the core offers RMA (passthrough to the peer's connection). Atomics are
+// emulated with messages, so they need no core RMA.
 constexpr uint64_t kRxmRmaCaps = FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
 
 int rxm_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,

@@ -58,6 +58,7 @@ enum class TxKind : uint8_t {
 	control,   // internal message (rndv_done, credits), no application completion
 	rma_write, // passthrough to the core connection
 	rma_read,
+	atomic,    // request sent; completes with the target's atomic_response
 };
 
 // One application send/RMA, or an internal control message.
@@ -87,6 +88,9 @@ struct TxOp : ListNode {
 	// RMA
 	uint64_t rma_addr;
 	uint64_t rma_key;
+	// Atomics: where fetched values go.
+	void *result;
+	size_t result_len;
 };
 
 // One application receive (or one slice of a multi-receive buffer).

@@ -385,8 +385,10 @@ void RxmEndpoint::handle_message(RxmConn *conn, const WireHeader &hdr,
 	case WireOp::delivery_ack:
 		break; // not used over cores that do their own flow control
 	case WireOp::atomic_request:
+		handle_atomic_request(conn, hdr, payload);
+		break;
 	case WireOp::atomic_response:
-		RXM_WARN(FI_LOG_EP_DATA, "atomic message received, atomics are not enabled\n");
+		handle_atomic_response(conn, hdr, payload);
 		break;
 	}
 }
@@ -497,17 +499,25 @@ void RxmEndpoint::handle_sar_segment(RxmConn *conn, const WireHeader &hdr,
 	}
 }
 
+TxOp *RxmEndpoint::awaiting_op(RxmConn *conn, uint64_t msg_id, TxKind kind)
+{
+	// msg_id comes from the peer: only an op of ours that waits for exactly this answer
+	// on this connection qualifies.
+	uint32_t index = static_cast<uint32_t>(msg_id);
+	uint32_t generation = static_cast<uint32_t>(msg_id >> 32);
+	if (index >= ops_.size())
+		return nullptr;
+	TxOp *op = &ops_[index];
+	if (!op->in_use || op->generation != generation || op->kind != kind || op->conn != conn ||
+	    !op->linked() || op->outstanding)
+		return nullptr;
+	return op;
+}
+
 void RxmEndpoint::handle_rndv_done(RxmConn *conn, const WireHeader &hdr)
 {
-	uint32_t index = static_cast<uint32_t>(hdr.msg_id);
-	uint32_t generation = static_cast<uint32_t>(hdr.msg_id >> 32);
-	if (index >= ops_.size()) {
-		RXM_WARN(FI_LOG_EP_DATA, "rndv_done for an unknown message\n");
-		return;
-	}
-	TxOp *op = &ops_[index];
-	if (!op->in_use || op->generation != generation || op->kind != TxKind::rndv ||
-	    op->conn != conn || !op->linked() || op->outstanding) {
+	TxOp *op = awaiting_op(conn, hdr.msg_id, TxKind::rndv);
+	if (!op) {
 		RXM_WARN(FI_LOG_EP_DATA, "unexpected rndv_done ignored\n");
 		return;
 	}

@@ -252,7 +252,8 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 		}
 		[[fallthrough]];
 	case TxKind::eager:
-	case TxKind::rndv: {
+	case TxKind::rndv:
+	case TxKind::atomic: {
 		TxBuffer *buf = op->prepared;
 		ssize_t ret = fi_send(conn->core_ep, buf->data, buf->len, tx_desc, 0, &buf->core);
 		if (ret == -FI_EAGAIN)
@@ -265,8 +266,8 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 		buf->conn = conn;
 		op->prepared = nullptr;
 		op->outstanding++;
-		if (op->kind == TxKind::rndv)
-			conn->awaiting.push_back(op);
+		if (op->kind == TxKind::rndv || op->kind == TxKind::atomic)
+			conn->awaiting.push_back(op); // completes on the receiver's answer
 		return true;
 	}
 	case TxKind::sar:

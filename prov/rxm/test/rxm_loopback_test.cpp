@@ -2,6 +2,7 @@
 // through the public fi_* API only. Each endpoint has its own AV and CQ; the harness reads
 // every CQ while waiting (manual progress needs all sides driven) and keeps what it read.
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
@@ -117,8 +118,8 @@ protected:
 	{
 		fi_info *hints = fi_allocinfo();
 		hints->ep_attr->type = FI_EP_RDM;
-		hints->caps = FI_MSG | FI_TAGGED | FI_RMA | FI_SOURCE | FI_DIRECTED_RECV |
-			      FI_MULTI_RECV;
+		hints->caps = FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SOURCE |
+			      FI_DIRECTED_RECV | FI_MULTI_RECV;
 		hints->fabric_attr->prov_name = strdup("tcp;ofi_rxm");
 		hints->addr_format = FI_SOCKADDR_IN;
 		int ret = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", nullptr, FI_SOURCE, hints, &info);
@@ -535,6 +536,67 @@ TEST_F(RxmLoopback, PeerRestartedOnTheSameAddressReplacesItsConnection)
 	}
 	c.reset();
 	fi_freeinfo(fixed);
+}
+
+TEST_F(RxmLoopback, EmulatedAtomics)
+{
+	ASSERT_TRUE(info->caps & FI_ATOMIC);
+	fi_atomic_attr attr{};
+	ASSERT_EQ(0, fi_query_atomic(b->domain, FI_UINT64, FI_SUM, &attr, 0));
+	EXPECT_EQ(8u, attr.size);
+	EXPECT_GT(attr.count, 1u);
+	EXPECT_EQ(-FI_EOPNOTSUPP, fi_query_atomic(b->domain, FI_DOUBLE, FI_BOR, &attr, 0));
+	size_t count = 0;
+	EXPECT_EQ(0, fi_compare_atomicvalid(a->ep, FI_INT32, FI_CSWAP, &count));
+	EXPECT_GT(count, 0u);
+
+	uint64_t target[4] = {1, 2, 3, 4};
+	fid_mr *mr = nullptr;
+	ASSERT_EQ(0, fi_mr_reg(b->domain, target, sizeof(target), FI_REMOTE_WRITE | FI_REMOTE_READ,
+			       0, 9, 0, &mr, nullptr));
+	uint64_t base = (info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
+				? reinterpret_cast<uintptr_t>(target)
+				: 0;
+	uint64_t add[2] = {10, 20};
+	int ctx;
+	ASSERT_EQ(0, fi_atomic(a->ep, add, 2, nullptr, b_at_a, base + 8, fi_mr_key(mr), FI_UINT64,
+			       FI_SUM, &ctx));
+	Completion c1 = wait_for(*a, &ctx);
+	ASSERT_FALSE(c1.error) << fi_strerror(c1.err.err);
+	EXPECT_EQ(FI_ATOMIC | FI_WRITE, c1.entry.flags);
+	EXPECT_EQ(12u, target[1]);
+	EXPECT_EQ(23u, target[2]);
+
+	uint64_t old[4] = {};
+	ASSERT_EQ(0, fi_fetch_atomic(a->ep, nullptr, 4, nullptr, old, nullptr, b_at_a, base,
+				     fi_mr_key(mr), FI_UINT64, FI_ATOMIC_READ, &ctx));
+	Completion c2 = wait_for(*a, &ctx);
+	ASSERT_FALSE(c2.error);
+	EXPECT_EQ(FI_ATOMIC | FI_READ, c2.entry.flags);
+	EXPECT_EQ(12u, old[1]);
+	EXPECT_EQ(4u, old[3]);
+
+	uint64_t swap_in = 77, expect = 4, prev = 0;
+	ASSERT_EQ(0, fi_compare_atomic(a->ep, &swap_in, 1, nullptr, &expect, nullptr, &prev, nullptr,
+				       b_at_a, base + 24, fi_mr_key(mr), FI_UINT64, FI_CSWAP, &ctx));
+	ASSERT_FALSE(wait_for(*a, &ctx).error);
+	EXPECT_EQ(4u, prev);
+	EXPECT_EQ(77u, target[3]);
+
+	// Outside the registration, and with a wrong key: error completions, memory untouched.
+	ASSERT_EQ(0, fi_atomic(a->ep, add, 2, nullptr, b_at_a, base + 24, fi_mr_key(mr), FI_UINT64,
+			       FI_SUM, &ctx));
+	Completion e1 = wait_for(*a, &ctx);
+	ASSERT_TRUE(e1.error);
+	EXPECT_EQ(FI_EACCES, e1.err.err);
+	ASSERT_EQ(0, fi_atomic(a->ep, add, 1, nullptr, b_at_a, base, fi_mr_key(mr) + 1, FI_UINT64,
+			       FI_SUM, &ctx));
+	EXPECT_TRUE(wait_for(*a, &ctx).error);
+	EXPECT_EQ(77u, target[3]);
+	EXPECT_EQ(1u, target[0]);
+	EXPECT_EQ(-FI_EOPNOTSUPP, fi_atomic(a->ep, add, 1, nullptr, b_at_a, base, fi_mr_key(mr),
+					    FI_DOUBLE, FI_BXOR, &ctx));
+	EXPECT_EQ(0, fi_close(&mr->fid));
 }
 
 TEST_F(RxmLoopback, BadArgumentsAreRefused)

@@ -127,6 +127,10 @@ RecvOp *RxmEndpoint::claim_receiver(RecvOp *posted, uint64_t msg_len)
 
 void RxmEndpoint::complete_recv(RecvOp *op)
 {
+	// FI_DELIVERY_COMPLETE senders wait until the data is in the application's buffer.
+	if ((op->wire_flags & wire_flag::delivery_complete) && op->conn &&
+	    op->conn->state != ConnState::closed)
+		send_control(op->conn, WireOp::delivery_ack, op->msg_id);
 	uint64_t flags = recv_cq_flags(op);
 	RecvOp *parent = op->multi_parent;
 	bool release = parent && parent->multi_buf.finish();
@@ -177,6 +181,8 @@ ssize_t RxmEndpoint::recv_common(const struct iovec *iov, void **desc, size_t co
 		if (flags & FI_DISCARD) {
 			if (u->protocol == WireOp::rndv_request)
 				send_control(u->conn, WireOp::rndv_done, u->msg_id);
+			else if (u->wire_flags & wire_flag::delivery_complete)
+				send_control(u->conn, WireOp::delivery_ack, u->msg_id);
 			if (u->conn->sar_unexpected == u)
 				u->conn->sar_unexpected = nullptr;
 			if (rx_cq_)
@@ -298,6 +304,8 @@ ssize_t RxmEndpoint::peek(const struct fi_msg_tagged *msg, uint64_t flags)
 		Matcher::remove_unexpected(m);
 		if (u->protocol == WireOp::rndv_request)
 			send_control(u->conn, WireOp::rndv_done, u->msg_id);
+		else if (u->wire_flags & wire_flag::delivery_complete)
+			send_control(u->conn, WireOp::delivery_ack, u->msg_id);
 		if (u->conn->sar_unexpected == u)
 			u->conn->sar_unexpected = nullptr;
 		delete u;
@@ -381,8 +389,17 @@ void RxmEndpoint::handle_message(RxmConn *conn, const WireHeader &hdr,
 	case WireOp::rndv_done:
 		handle_rndv_done(conn, hdr);
 		break;
+	case WireOp::delivery_ack: {
+		TxOp *op = awaiting_op(conn, hdr.msg_id, TxKind::eager);
+		if (!op) {
+			RXM_WARN(FI_LOG_EP_DATA, "unexpected delivery_ack ignored\n");
+			break;
+		}
+		IntrusiveList<TxOp>::remove(op);
+		maybe_finish(op);
+		break;
+	}
 	case WireOp::credit_update:
-	case WireOp::delivery_ack:
 		break; // not used over cores that do their own flow control
 	case WireOp::atomic_request:
 		handle_atomic_request(conn, hdr, payload);
@@ -508,8 +525,14 @@ TxOp *RxmEndpoint::awaiting_op(RxmConn *conn, uint64_t msg_id, TxKind kind)
 	if (index >= ops_.size())
 		return nullptr;
 	TxOp *op = &ops_[index];
-	if (!op->in_use || op->generation != generation || op->kind != kind || op->conn != conn ||
-	    !op->linked() || op->outstanding)
+	// The answer may overtake the local completion of our own send (outstanding > 0): the
+	// op then finishes when that completion arrives.
+	if (!op->in_use || op->generation != generation || op->conn != conn || !op->linked())
+		return nullptr;
+	if (op->kind != kind && !(kind == TxKind::eager && op->kind == TxKind::sar))
+		return nullptr;
+	if (op->kind != TxKind::rndv && op->kind != TxKind::atomic &&
+	    !(op->hdr.flags & wire_flag::delivery_complete))
 		return nullptr;
 	return op;
 }

@@ -159,6 +159,8 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 	op->hdr.cq_data = data;
 	op->hdr.msg_id = make_msg_id(op);
 	op->hdr.total_len = total;
+	if (flags & FI_DELIVERY_COMPLETE)
+		op->hdr.flags |= wire_flag::delivery_complete; // rendezvous is that by design
 
 	size_t eager = conn->peer_eager_size ? std::min(conn->peer_eager_size, eager_limit_)
 					     : eager_limit_;
@@ -186,6 +188,7 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 		op->iov_count = count;
 	} else {
 		op->kind = TxKind::rndv;
+		op->hdr.flags &= ~wire_flag::delivery_complete; // rndv_done already means delivered
 		for (size_t i = 0; i < count; i++)
 			op->iov[i] = iov[i];
 		op->iov_count = count;
@@ -266,7 +269,8 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 		buf->conn = conn;
 		op->prepared = nullptr;
 		op->outstanding++;
-		if (op->kind == TxKind::rndv || op->kind == TxKind::atomic)
+		if (op->kind == TxKind::rndv || op->kind == TxKind::atomic ||
+		    (op->hdr.flags & wire_flag::delivery_complete))
 			conn->awaiting.push_back(op); // completes on the receiver's answer
 		return true;
 	}
@@ -305,7 +309,10 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 			op->outstanding++;
 		}
 		IntrusiveList<TxOp>::remove(op);
-		maybe_finish(op);
+		if (op->hdr.flags & wire_flag::delivery_complete)
+			conn->awaiting.push_back(op);
+		else
+			maybe_finish(op);
 		return true;
 	case TxKind::rma_write:
 	case TxKind::rma_read: {
@@ -417,7 +424,7 @@ ssize_t RxmEndpoint::sendmsg(const struct fi_msg *msg, uint64_t flags)
 	if (!msg)
 		return -FI_EINVAL;
 	return send_common(msg->msg_iov, msg->desc, msg->iov_count, msg->addr, msg->context,
-			   msg->data, 0, flags, false);
+			   msg->data, 0, flags & ~kNoCompletionFlag, false);
 }
 
 ssize_t RxmEndpoint::inject(const void *buf, size_t len, fi_addr_t dest)
@@ -460,7 +467,7 @@ ssize_t RxmEndpoint::tsendmsg(const struct fi_msg_tagged *msg, uint64_t flags)
 	if (!msg)
 		return -FI_EINVAL;
 	return send_common(msg->msg_iov, msg->desc, msg->iov_count, msg->addr, msg->context,
-			   msg->data, msg->tag, flags, true);
+			   msg->data, msg->tag, flags & ~kNoCompletionFlag, true);
 }
 
 ssize_t RxmEndpoint::tinject(const void *buf, size_t len, fi_addr_t dest, uint64_t tag)

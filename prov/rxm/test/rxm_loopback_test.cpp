@@ -599,6 +599,26 @@ TEST_F(RxmLoopback, EmulatedAtomics)
 	EXPECT_EQ(0, fi_close(&mr->fid));
 }
 
+TEST_F(RxmLoopback, DeliveryCompleteWaitsForTheReceiver)
+{
+	for (size_t size : {size_t(100), size_t(70000)}) {
+		SCOPED_TRACE(size);
+		auto data = pattern(size, 9);
+		iovec iov{data.data(), size};
+		int sctx, rctx;
+		fi_msg msg{&iov, nullptr, 1, b_at_a, &sctx, 0};
+		ASSERT_EQ(0, fi_sendmsg(a->ep, &msg, FI_DELIVERY_COMPLETE | FI_COMPLETION));
+		progress_for(300);
+		for (const Completion &c : a->done)
+			EXPECT_NE(&sctx, c.entry.op_context) << "completed before delivery";
+		std::vector<uint8_t> in(size);
+		ASSERT_EQ(0, fi_recv(b->ep, in.data(), in.size(), nullptr, FI_ADDR_UNSPEC, &rctx));
+		EXPECT_FALSE(wait_for(*b, &rctx).error);
+		EXPECT_FALSE(wait_for(*a, &sctx).error);
+		EXPECT_EQ(data, in);
+	}
+}
+
 TEST_F(RxmLoopback, BadArgumentsAreRefused)
 {
 	char buf[8] = {};

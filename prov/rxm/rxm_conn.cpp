@@ -302,7 +302,8 @@ void RxmEndpoint::fail_conn(RxmConn *conn, int err)
 			on_tx_buffer_done(&buf, err);
 	for (TxOp &op : ops_)
 		if (op.in_use && op.conn == conn && op.outstanding &&
-		    (op.kind == TxKind::rma_read || op.kind == TxKind::rma_write))
+		    (op.kind == TxKind::rma_read || op.kind == TxKind::rma_write ||
+		     (op.kind == TxKind::rndv && op.writing)))
 			on_rma_done(&op, err);
 	for (RecvOp &op : recvs_)
 		if (op.in_use && op.conn == conn && op.reads_outstanding) {
@@ -314,6 +315,11 @@ void RxmEndpoint::fail_conn(RxmConn *conn, int err)
 		fail_op(op, err);
 	while (TxOp *op = conn->awaiting.pop_front())
 		fail_op(op, err);
+	for (RecvOp *op : conn->write_targets) {
+		op->error = err;
+		complete_recv(op);
+	}
+	conn->write_targets.clear();
 	if (conn->sar_target) {
 		conn->sar_target->error = err;
 		complete_recv(conn->sar_target);

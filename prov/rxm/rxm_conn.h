@@ -51,6 +51,8 @@ public:
 	IntrusiveList<TxOp> backlog;  // in order; the front is the next to hand to the core
 	IntrusiveList<TxOp> awaiting; // rendezvous sends waiting for rndv_done
 
+	std::vector<RecvOp *> write_targets; // receives waiting for the sender's rendezvous writes
+
 	SarReassembly sar;
 	RecvOp *sar_target = nullptr;
 	Unexpected *sar_unexpected = nullptr;

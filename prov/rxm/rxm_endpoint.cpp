@@ -397,6 +397,7 @@ void RxmEndpoint::progress()
 	drain_core_cq();
 	drain_core_eq();
 	post_pending_reads();
+	post_pending_writes();
 	for (auto &[name, conn] : peers_)
 		if (!conn->backlog.empty())
 			pump(conn);

@@ -165,6 +165,13 @@ private:
 	void start_rndv_reads(RecvOp *op);
 	void post_pending_reads();
 	void on_rndv_read_done(RecvOp *op, int err);
+	void start_rndv(RecvOp *op);
+	void finish_discarded_rndv(Unexpected *u);
+	void expose_for_rndv_write(RecvOp *op);
+	void handle_rndv_write_ready(RxmConn *conn, const WireHeader &hdr,
+				     std::span<const uint8_t> payload);
+	void post_pending_writes();
+	bool queue_control(RxmConn *conn, const WireHeader &hdr, std::span<const uint8_t> payload);
 	fi_addr_t source_of(RxmConn *conn);
 	ssize_t peek(const struct fi_msg_tagged *msg, uint64_t flags);
 
@@ -226,6 +233,7 @@ private:
 	std::unordered_map<std::string, RxmConn *> peers_;
 	std::vector<std::unique_ptr<RxmConn>> conns_; // all connections, freed at close
 	std::deque<RecvOp *> pending_reads_;
+	std::deque<TxOp *> pending_writes_;
 	// FI_PROGRESS_AUTO data progress: a thread runs progress() while the endpoint is enabled.
 	std::thread progress_thread_;
 	std::atomic<bool> progress_running_{false};

@@ -88,6 +88,12 @@ struct TxOp : ListNode {
 	// RMA
 	uint64_t rma_addr;
 	uint64_t rma_key;
+	// Write-based rendezvous: the receiver's buffers and how far the writes got.
+	RndvSegment remote[kRndvMaxSegments];
+	size_t remote_count;
+	uint64_t write_total;
+	uint64_t write_issued;
+	bool writing;
 	// Atomics: where fetched values go.
 	void *result;
 	size_t result_len;

@@ -180,7 +180,7 @@ ssize_t RxmEndpoint::recv_common(const struct iovec *iov, void **desc, size_t co
 		Matcher::remove_unexpected(m);
 		if (flags & FI_DISCARD) {
 			if (u->protocol == WireOp::rndv_request)
-				send_control(u->conn, WireOp::rndv_done, u->msg_id);
+				finish_discarded_rndv(u);
 			else if (u->wire_flags & wire_flag::delivery_complete)
 				send_control(u->conn, WireOp::delivery_ack, u->msg_id);
 			if (u->conn->sar_unexpected == u)
@@ -247,6 +247,23 @@ ssize_t RxmEndpoint::recv_common(const struct iovec *iov, void **desc, size_t co
 	return 0;
 }
 
+// A discarded rendezvous still releases its sender: read mode with rndv_done, write mode with
+// an empty rndv_write_ready.
+void RxmEndpoint::finish_discarded_rndv(Unexpected *u)
+{
+	if (!(u->wire_flags & wire_flag::rndv_write)) {
+		send_control(u->conn, WireOp::rndv_done, u->msg_id);
+		return;
+	}
+	RndvSegment empty{0, 0, 0};
+	uint8_t payload[rndv_payload_size(1)];
+	encode_rndv({&empty, 1}, payload);
+	WireHeader h;
+	h.op = WireOp::rndv_write_ready;
+	h.msg_id = u->msg_id;
+	queue_control(u->conn, h, payload);
+}
+
 void RxmEndpoint::consume_unexpected(RecvOp *op, Unexpected *u)
 {
 	WireHeader hdr;
@@ -260,7 +277,7 @@ void RxmEndpoint::consume_unexpected(RecvOp *op, Unexpected *u)
 	case WireOp::rndv_request:
 		memcpy(op->rndv, u->rndv, sizeof(op->rndv));
 		op->rndv_count = u->rndv_count;
-		start_rndv_reads(op);
+		start_rndv(op);
 		break;
 	case WireOp::sar_segment:
 		place(op, 0, u->data);
@@ -303,7 +320,7 @@ ssize_t RxmEndpoint::peek(const struct fi_msg_tagged *msg, uint64_t flags)
 	if (flags & FI_DISCARD) {
 		Matcher::remove_unexpected(m);
 		if (u->protocol == WireOp::rndv_request)
-			send_control(u->conn, WireOp::rndv_done, u->msg_id);
+			finish_discarded_rndv(u);
 		else if (u->wire_flags & wire_flag::delivery_complete)
 			send_control(u->conn, WireOp::delivery_ack, u->msg_id);
 		if (u->conn->sar_unexpected == u)
@@ -399,6 +416,9 @@ void RxmEndpoint::handle_message(RxmConn *conn, const WireHeader &hdr,
 		maybe_finish(op);
 		break;
 	}
+	case WireOp::rndv_write_ready:
+		handle_rndv_write_ready(conn, hdr, payload);
+		break;
 	case WireOp::credit_update:
 		break; // not used over cores that do their own flow control
 	case WireOp::atomic_request:
@@ -434,7 +454,7 @@ void RxmEndpoint::handle_first(RxmConn *conn, const WireHeader &hdr,
 		} else {
 			memcpy(receiver->rndv, segs, sizeof(segs));
 			receiver->rndv_count = nsegs;
-			start_rndv_reads(receiver);
+			start_rndv(receiver);
 		}
 		return;
 	}
@@ -539,8 +559,22 @@ TxOp *RxmEndpoint::awaiting_op(RxmConn *conn, uint64_t msg_id, TxKind kind)
 
 void RxmEndpoint::handle_rndv_done(RxmConn *conn, const WireHeader &hdr)
 {
+	if (hdr.flags & wire_flag::rndv_write) {
+		// The sender finished writing into one of our receives.
+		auto &targets = conn->write_targets;
+		for (auto it = targets.begin(); it != targets.end(); ++it) {
+			if ((*it)->msg_id == hdr.msg_id) {
+				RecvOp *op = *it;
+				targets.erase(it);
+				complete_recv(op);
+				return;
+			}
+		}
+		RXM_WARN(FI_LOG_EP_DATA, "unexpected rndv_done (write) ignored\n");
+		return;
+	}
 	TxOp *op = awaiting_op(conn, hdr.msg_id, TxKind::rndv);
-	if (!op) {
+	if (!op || op->writing) {
 		RXM_WARN(FI_LOG_EP_DATA, "unexpected rndv_done ignored\n");
 		return;
 	}

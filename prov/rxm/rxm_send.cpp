@@ -189,10 +189,12 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 	} else {
 		op->kind = TxKind::rndv;
 		op->hdr.flags &= ~wire_flag::delivery_complete; // rndv_done already means delivered
+		if (params().use_rndv_write)
+			op->hdr.flags |= wire_flag::rndv_write;
 		for (size_t i = 0; i < count; i++)
 			op->iov[i] = iov[i];
 		op->iov_count = count;
-		int ret = translate_desc(iov, desc, count, FI_REMOTE_READ, op);
+		int ret = translate_desc(iov, desc, count, FI_REMOTE_READ | FI_WRITE, op);
 		TxBuffer *buf = ret ? nullptr : alloc_tx_buffer();
 		if (!buf) {
 			free_op(op);
@@ -361,6 +363,11 @@ void RxmEndpoint::on_rma_done(TxOp *op, int err)
 	op->outstanding--;
 	if (err && !op->error)
 		op->error = err;
+	if (op->kind == TxKind::rndv && op->writing) {
+		pending_writes_.push_back(op); // next chunk, or rndv_done when all is written
+		post_pending_writes();
+		return;
+	}
 	maybe_finish(op);
 }
 

@@ -35,6 +35,7 @@ static bool header_is_consistent(const WireHeader &h)
 			return h.offset + h.payload_len == h.total_len;
 		return h.payload_len > 0;
 	case WireOp::rndv_request:
+	case WireOp::rndv_write_ready:
 		return h.payload_len >= rndv_payload_size(1) &&
 		       h.payload_len <= rndv_payload_size(kRndvMaxSegments) && h.offset == 0;
 	case WireOp::rndv_done:

@@ -22,9 +22,10 @@ enum class WireOp : uint8_t {
 	atomic_request,   // emulated atomic, executed by the target
 	atomic_response,  // status (and fetched data) of an atomic request
 	delivery_ack,     // FI_DELIVERY_COMPLETE: message was matched and placed
+	rndv_write_ready, // write-based rendezvous: receiver exposes its buffers to the sender
 };
 constexpr uint8_t kWireOpFirst = static_cast<uint8_t>(WireOp::eager);
-constexpr uint8_t kWireOpLast = static_cast<uint8_t>(WireOp::delivery_ack);
+constexpr uint8_t kWireOpLast = static_cast<uint8_t>(WireOp::rndv_write_ready);
 
 namespace wire_flag {
 constexpr uint16_t remote_cq_data = 1 << 0;    // cq_data is meaningful
@@ -33,7 +34,8 @@ constexpr uint16_t last_segment = 1 << 2;      // final SAR segment
 constexpr uint16_t delivery_complete = 1 << 3; // sender wants a delivery_ack
 constexpr uint16_t atomic_fetch = 1 << 4;      // response carries the old value
 constexpr uint16_t atomic_compare = 1 << 5;    // request carries compare operands
-constexpr uint16_t all = (1 << 6) - 1;
+constexpr uint16_t rndv_write = 1 << 6;        // rendezvous by sender writes (and its done)
+constexpr uint16_t all = (1 << 7) - 1;
 } // namespace wire_flag
 
 struct WireHeader {

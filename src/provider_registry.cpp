@@ -1,6 +1,7 @@
 // Provider registry: asks each built-in provider for its struct fi_provider on first use and
 // calls every provider's cleanup() at exit or when the library is unloaded.
 #include "config.h"
+#include "src/params.h"
 #include "src/provider_registry.h"
 #include "src/registry.h"
 
@@ -80,6 +81,8 @@ std::vector<fi_provider *> registered_providers()
 		return reg.test_providers;
 	if (!reg.loaded) {
 		reg.loaded = true;
+		// The core's own variables come first in fi_getparams / "fi_info -e".
+		define_core_params();
 		load_builtin(reg.builtin);
 		// Registered after the providers' static objects exist, so it runs before they are
 		// destroyed, at exit() as well as at dlclose() of the library.

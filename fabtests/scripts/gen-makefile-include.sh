@@ -34,6 +34,8 @@ dist_noinst_SCRIPTS += \
 	fabtests/scripts/check-quick.sh \
 	fabtests/scripts/quick-summary.sh \
 	fabtests/scripts/pingpong-interop.sh
+# make check runs the quick set against our library (tcp and tcp;ofi_rxm).
+TESTS += fabtests/scripts/check-quick.sh
 dist_noinst_DATA += fabtests/README.md $(wildcard $(srcdir)/fabtests/scripts/excludes/*.exclude)
 TAIL
 } > Makefile.include

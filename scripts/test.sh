@@ -20,7 +20,7 @@ pass=$(count PASS); fail=$(( $(count FAIL) + $(count ERROR) + $(count XPASS) ));
 
 # Verbs tests need a VM with Soft-RoCE; the harness says itself when it cannot run.
 if [ -x "$top/prov/verbs/test/run-in-vm.sh" ] && [ "${SKIP_VERBS_VM:-0}" != 1 ]; then
-	if "$top/prov/verbs/test/run-in-vm.sh"; then
+	if "$top/prov/verbs/test/run-in-vm.sh" "$build"; then
 		pass=$((pass + 1))
 	else
 		rc=$?

@@ -22,6 +22,8 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <atomic>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -617,6 +619,64 @@ TEST_F(RxmLoopback, DeliveryCompleteWaitsForTheReceiver)
 		EXPECT_FALSE(wait_for(*a, &sctx).error);
 		EXPECT_EQ(data, in);
 	}
+}
+
+TEST_F(RxmLoopback, ConcurrentSendersOnOneEndpoint)
+{
+	// FI_THREAD_SAFE: two threads send on A at once while this thread drives B.
+	constexpr int kPerThread = 200;
+	std::vector<uint32_t> in(2 * kPerThread, 0);
+	std::vector<int> rctx(2 * kPerThread);
+	for (int i = 0; i < 2 * kPerThread; i++)
+		ASSERT_EQ(0, fi_trecv(b->ep, &in[i], sizeof(uint32_t), nullptr, FI_ADDR_UNSPEC,
+				      static_cast<uint64_t>(i), 0, &rctx[i]));
+	std::atomic<int> failures{0}, finished{0};
+	auto sender = [&](int first) {
+		for (int i = first; i < first + kPerThread; i++) {
+			uint32_t v = static_cast<uint32_t>(i) * 3;
+			ssize_t ret;
+			while ((ret = fi_tinject(a->ep, &v, sizeof(v), b_at_a, static_cast<uint64_t>(i))) ==
+			       -FI_EAGAIN) {
+				fi_cq_entry e;
+				fi_cq_read(a->cq, &e, 0); // progress our side to free buffers
+			}
+			if (ret)
+				failures++;
+		}
+		finished++;
+	};
+	std::thread t1(sender, 0), t2(sender, kPerThread);
+	// Manual progress: B must accept the connection and drain while A sends.
+	auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+	while (finished.load() < 2 && std::chrono::steady_clock::now() < deadline)
+		b->poll();
+	t1.join();
+	t2.join();
+	EXPECT_EQ(0, failures.load());
+	for (int i = 0; i < 2 * kPerThread; i++) {
+		Completion r = wait_for(*b, &rctx[i]);
+		ASSERT_FALSE(r.error);
+		EXPECT_EQ(static_cast<uint32_t>(i) * 3, in[i]);
+	}
+}
+
+TEST_F(RxmLoopback, BlockingReadWaitsForData)
+{
+	uint64_t v = 5, got = 0;
+	int rctx, sctx;
+	ASSERT_EQ(0, fi_recv(b->ep, &got, sizeof(got), nullptr, FI_ADDR_UNSPEC, &rctx));
+	fi_cq_tagged_entry e;
+	EXPECT_EQ(-FI_EAGAIN, fi_cq_sread(b->cq, &e, 1, nullptr, 50)); // times out: nothing sent
+	ASSERT_EQ(0, fi_send(a->ep, &v, sizeof(v), nullptr, b_at_a, &sctx));
+	std::thread sender_progress([&] {
+		fi_cq_tagged_entry se;
+		EXPECT_EQ(1, fi_cq_sread(a->cq, &se, 1, nullptr, 5000));
+		EXPECT_EQ(&sctx, se.op_context);
+	});
+	ASSERT_EQ(1, fi_cq_sread(b->cq, &e, 1, nullptr, 5000));
+	EXPECT_EQ(&rctx, e.op_context);
+	EXPECT_EQ(5u, got);
+	sender_progress.join();
 }
 
 TEST_F(RxmLoopback, BadArgumentsAreRefused)

@@ -108,7 +108,7 @@ int define(const fi_provider *provider, const char *param_name, fi_param_type ty
 	return 0;
 }
 
-int get(const fi_provider *provider, const char *param_name, void *value)
+int param_get(const fi_provider *provider, const char *param_name, void *value)
 {
 	if (!param_name || !value)
 		return -FI_EINVAL;
@@ -276,7 +276,7 @@ int fi_param_define(const struct fi_provider *provider, const char *param_name,
 int fi_param_get(struct fi_provider *provider, const char *param_name, void *value)
 {
 	try {
-		return ofi::core::get(provider, param_name, value);
+		return ofi::core::param_get(provider, param_name, value);
 	} catch (const std::bad_alloc &) {
 		return -FI_ENOMEM;
 	} catch (...) {

@@ -46,10 +46,10 @@ ssize_t RxmEndpoint::atomic_common(const struct fi_msg_atomic *msg, const struct
 	RxmConn *conn = conn_for_send(msg->addr, &err);
 	if (!conn)
 		return err;
-	TxOp *op = alloc_op();
+	TxOp *op = alloc_op(true);
 	if (!op)
 		return -FI_EAGAIN;
-	TxBuffer *buf = alloc_tx_buffer();
+	TxBuffer *buf = alloc_tx_buffer(true);
 	if (!buf) {
 		free_op(op);
 		return -FI_EAGAIN;

@@ -24,7 +24,6 @@ namespace {
 
 constexpr size_t kCoreCqSize = 8192;
 constexpr size_t kCoreEqSize = 1024;
-constexpr size_t kControlOps = 256; // TxOps beyond tx_size for rndv_done and similar
 
 uint64_t random_endpoint_id()
 {
@@ -233,8 +232,9 @@ int RxmEndpoint::enable()
 			b.data = tx_slab_.data() + i * buf_size;
 			b.next_free = free_tx_;
 			free_tx_ = &b;
+			free_tx_count_++;
 		}
-		size_t op_count = (info_->tx_attr ? info_->tx_attr->size : p.tx_size) + kControlOps;
+		size_t op_count = (info_->tx_attr ? info_->tx_attr->size : p.tx_size) + kControlReserve;
 		ops_.resize(op_count);
 		for (size_t i = op_count; i-- > 0;) {
 			ops_[i].index = static_cast<uint32_t>(i);

@@ -127,9 +127,11 @@ private:
 	// Sending (rxm_send.cpp)
 	ssize_t send_common(const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
 			    void *context, uint64_t data, uint64_t tag, uint64_t flags, bool tagged);
-	TxOp *alloc_op();
+	// Application operations leave kControlReserve slots for internal messages (rendezvous
+	// done, acks, atomic responses), which must never fail for lack of room.
+	TxOp *alloc_op(bool for_application = false);
 	void free_op(TxOp *op);
-	TxBuffer *alloc_tx_buffer();
+	TxBuffer *alloc_tx_buffer(bool for_application = false); // same reserve idea as ops
 	void free_tx_buffer(TxBuffer *buf);
 	bool wants_tx_completion(uint64_t flags) const;
 	void queue_op(RxmConn *conn, TxOp *op);
@@ -224,6 +226,7 @@ private:
 	std::vector<uint8_t> tx_slab_;
 	std::vector<TxBuffer> tx_buffers_;
 	TxBuffer *free_tx_ = nullptr;
+	size_t free_tx_count_ = 0;
 	struct fid_mr *tx_mr_ = nullptr;
 	std::vector<TxOp> ops_;
 	std::vector<uint32_t> free_ops_;

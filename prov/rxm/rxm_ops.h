@@ -23,6 +23,11 @@ class RxmConn;
 struct TxOp;
 struct RecvOp;
 
+// TxOp slots only internal control messages may use.
+constexpr size_t kControlReserve = 256;
+// Bounce buffers only internal control messages may use.
+constexpr size_t kControlBufferReserve = 16;
+
 // Internal flag on send paths: fi_inject* never generate a completion.
 constexpr uint64_t kNoCompletionFlag = 1ULL << 63;
 

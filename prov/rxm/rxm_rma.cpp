@@ -32,7 +32,7 @@ ssize_t RxmEndpoint::writemsg(const struct fi_msg_rma *msg, uint64_t flags)
 	RxmConn *conn = conn_for_send(msg->addr, &err);
 	if (!conn)
 		return err;
-	TxOp *op = alloc_op();
+	TxOp *op = alloc_op(true);
 	if (!op)
 		return -FI_EAGAIN;
 	op->kind = TxKind::rma_write;
@@ -75,7 +75,7 @@ ssize_t RxmEndpoint::readmsg(const struct fi_msg_rma *msg, uint64_t flags)
 	RxmConn *conn = conn_for_send(msg->addr, &err);
 	if (!conn)
 		return err;
-	TxOp *op = alloc_op();
+	TxOp *op = alloc_op(true);
 	if (!op)
 		return -FI_EAGAIN;
 	op->kind = TxKind::rma_read;

@@ -43,9 +43,9 @@ uint64_t make_msg_id(const TxOp *op) { return (uint64_t(op->generation) << 32) |
 
 } // namespace
 
-TxOp *RxmEndpoint::alloc_op()
+TxOp *RxmEndpoint::alloc_op(bool for_application)
 {
-	if (free_ops_.empty())
+	if (free_ops_.size() <= (for_application ? kControlReserve : 0))
 		return nullptr;
 	uint32_t index = free_ops_.back();
 	free_ops_.pop_back();
@@ -73,10 +73,13 @@ void RxmEndpoint::free_op(TxOp *op)
 	free_ops_.push_back(op->index);
 }
 
-TxBuffer *RxmEndpoint::alloc_tx_buffer()
+TxBuffer *RxmEndpoint::alloc_tx_buffer(bool for_application)
 {
+	if (free_tx_count_ <= (for_application ? kControlBufferReserve : 0))
+		return nullptr;
 	TxBuffer *b = free_tx_;
 	if (b) {
+		free_tx_count_--;
 		free_tx_ = b->next_free;
 		b->op = nullptr;
 		b->conn = nullptr;
@@ -89,6 +92,7 @@ void RxmEndpoint::free_tx_buffer(TxBuffer *buf)
 {
 	buf->next_free = free_tx_;
 	free_tx_ = buf;
+	free_tx_count_++;
 }
 
 bool RxmEndpoint::wants_tx_completion(uint64_t flags) const
@@ -144,7 +148,7 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 	RxmConn *conn = conn_for_send(dest, &err);
 	if (!conn)
 		return err;
-	TxOp *op = alloc_op();
+	TxOp *op = alloc_op(true);
 	if (!op)
 		return -FI_EAGAIN;
 	op->context = context;
@@ -167,7 +171,7 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 	if (total <= eager) {
 		// Eager: copy now, so the application's buffer is free at once (inject) and the
 		// message can wait for its connection.
-		TxBuffer *buf = alloc_tx_buffer();
+		TxBuffer *buf = alloc_tx_buffer(true);
 		if (!buf) {
 			free_op(op);
 			return -FI_EAGAIN;
@@ -195,7 +199,7 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 			op->iov[i] = iov[i];
 		op->iov_count = count;
 		int ret = translate_desc(iov, desc, count, FI_REMOTE_READ | FI_WRITE, op);
-		TxBuffer *buf = ret ? nullptr : alloc_tx_buffer();
+		TxBuffer *buf = ret ? nullptr : alloc_tx_buffer(true);
 		if (!buf) {
 			free_op(op);
 			return ret ? ret : -FI_EAGAIN;
@@ -278,7 +282,7 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 	}
 	case TxKind::sar:
 		while (op->queued_len < op->total_len) {
-			TxBuffer *buf = alloc_tx_buffer();
+			TxBuffer *buf = alloc_tx_buffer(true);
 			if (!buf)
 				return false;
 			size_t eager = conn->peer_eager_size

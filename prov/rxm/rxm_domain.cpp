@@ -3,6 +3,7 @@
 
 #include "prov/rxm/rxm_atomic_exec.h"
 #include "prov/rxm/rxm_av.h"
+#include "prov/rxm/rxm_cntr.h"
 #include "prov/rxm/rxm_cq.h"
 #include "prov/rxm/rxm_endpoint.h"
 #include "prov/rxm/rxm_fabric.h"
@@ -126,6 +127,11 @@ int RxmDomain::av_open(struct fi_av_attr *attr, struct fid_av **av, void *contex
 int RxmDomain::cq_open(struct fi_cq_attr *attr, struct fid_cq **cq, void *context)
 {
 	return RxmCq::open(this, attr, cq, context);
+}
+
+int RxmDomain::cntr_open(struct fi_cntr_attr *attr, struct fid_cntr **cntr, void *context)
+{
+	return RxmCntr::open(this, attr, cntr, context);
 }
 
 int RxmDomain::endpoint(struct fi_info *info, struct fid_ep **ep, void *context)

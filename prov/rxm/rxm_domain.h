@@ -38,6 +38,7 @@ public:
 	int av_open(struct fi_av_attr *attr, struct fid_av **av, void *context);
 	int cq_open(struct fi_cq_attr *attr, struct fid_cq **cq, void *context);
 	int endpoint(struct fi_info *info, struct fid_ep **ep, void *context);
+	int cntr_open(struct fi_cntr_attr *attr, struct fid_cntr **cntr, void *context);
 	int mr_reg(const void *buf, size_t len, uint64_t access, uint64_t offset,
 		   uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context);
 	int mr_regv(const struct iovec *iov, size_t count, uint64_t access, uint64_t offset,

@@ -3,6 +3,7 @@
 #include "prov/rxm/rxm_endpoint.h"
 
 #include "prov/rxm/rxm_av.h"
+#include "prov/rxm/rxm_cntr.h"
 #include "prov/rxm/rxm_cq.h"
 #include "prov/rxm/rxm_domain.h"
 #include "prov/rxm/rxm_fabric.h"
@@ -111,6 +112,24 @@ int RxmEndpoint::bind(struct fid *bfid, uint64_t flags)
 			if (cq != tx_cq_ || !(flags & FI_TRANSMIT))
 				cq->attach(this);
 		}
+		return 0;
+	}
+	case FI_CLASS_CNTR: {
+		RxmCntr *cntr = util::fid_cast<RxmCntr>(bfid, FI_CLASS_CNTR);
+		if (!cntr)
+			return -FI_EINVAL;
+		// Remote-side events would need the core's target counters: not offered.
+		if (!flags || (flags & ~(FI_SEND | FI_RECV | FI_READ | FI_WRITE)))
+			return -FI_EBADFLAGS;
+		RxmCntr **slots[] = {&send_cntr_, &recv_cntr_, &read_cntr_, &write_cntr_};
+		uint64_t bits[] = {FI_SEND, FI_RECV, FI_READ, FI_WRITE};
+		for (int i = 0; i < 4; i++)
+			if ((flags & bits[i]) && *slots[i])
+				return -FI_EINVAL;
+		for (int i = 0; i < 4; i++)
+			if (flags & bits[i])
+				*slots[i] = cntr;
+		cntr->attach(this);
 		return 0;
 	}
 	case FI_CLASS_EQ:
@@ -319,6 +338,10 @@ int RxmEndpoint::close()
 	stop_auto_progress(); // before anything it progresses goes away
 	if (tx_cq_)
 		tx_cq_->detach(this);
+	for (RxmCntr *cntr : {send_cntr_, recv_cntr_, read_cntr_, write_cntr_})
+		if (cntr)
+			cntr->detach(this); // once per bind: detach removes one entry
+	
 	if (rx_cq_ && rx_cq_ != tx_cq_)
 		rx_cq_->detach(this);
 	{
@@ -387,6 +410,22 @@ int RxmEndpoint::setopt(int level, int optname, const void *optval, size_t optle
 		return 0;
 	}
 	return -FI_ENOPROTOOPT;
+}
+
+void RxmEndpoint::count_tx(uint64_t cq_flags, bool error)
+{
+	RxmCntr *cntr = (cq_flags & FI_SEND)    ? send_cntr_
+			: (cq_flags & FI_READ)  ? read_cntr_
+			: (cq_flags & FI_WRITE) ? write_cntr_
+						: nullptr;
+	if (cntr)
+		error ? cntr->increment_error() : cntr->increment();
+}
+
+void RxmEndpoint::count_rx(bool error)
+{
+	if (recv_cntr_)
+		error ? recv_cntr_->increment_error() : recv_cntr_->increment();
 }
 
 void RxmEndpoint::progress()

@@ -29,6 +29,7 @@
 namespace rxm {
 
 class RxmAv;
+class RxmCntr;
 class RxmCq;
 class RxmDomain;
 
@@ -206,6 +207,13 @@ private:
 	RxmAv *av_ = nullptr;
 	RxmCq *tx_cq_ = nullptr;
 	RxmCq *rx_cq_ = nullptr;
+	// Counters by what they count (fi_ep_bind flags FI_SEND, FI_RECV, FI_READ, FI_WRITE).
+	RxmCntr *send_cntr_ = nullptr;
+	RxmCntr *recv_cntr_ = nullptr;
+	RxmCntr *read_cntr_ = nullptr;
+	RxmCntr *write_cntr_ = nullptr;
+	void count_tx(uint64_t cq_flags, bool error);
+	void count_rx(bool error);
 	bool tx_selective_ = false;
 	bool rx_selective_ = false;
 	uint64_t tx_op_flags_ = 0;

@@ -138,6 +138,7 @@ void RxmEndpoint::complete_recv(RecvOp *op)
 		flags |= FI_MULTI_RECV;
 	size_t len = std::min<uint64_t>(op->total_len, op->capacity);
 	void *buf = op->iov_count ? op->iov[0].iov_base : nullptr;
+	count_rx(op->error || op->total_len > op->capacity);
 	if (rx_cq_) {
 		if (op->error)
 			rx_cq_->write_error(op->context, flags, -op->error, 0, 0, op->cq_data, op->tag,

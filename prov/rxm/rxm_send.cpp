@@ -385,6 +385,8 @@ void RxmEndpoint::maybe_finish(TxOp *op)
 
 void RxmEndpoint::finish_op(TxOp *op)
 {
+	if (op->kind != TxKind::control)
+		count_tx(op->cq_flags, op->error != 0);
 	if (op->kind != TxKind::control && tx_cq_) {
 		if (op->error)
 			tx_cq_->write_error(op->context, op->cq_flags, -op->error, 0, 0, 0, 0, op->error);

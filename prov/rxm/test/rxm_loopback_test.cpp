@@ -679,6 +679,79 @@ TEST_F(RxmLoopback, BlockingReadWaitsForData)
 	sender_progress.join();
 }
 
+TEST(RxmCounters, CountSendsReceivesAndErrors)
+{
+	fi_info *hints = fi_allocinfo();
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_MSG;
+	hints->fabric_attr->prov_name = strdup("tcp;ofi_rxm");
+	hints->addr_format = FI_SOCKADDR_IN;
+	fi_info *info = nullptr;
+	int ret = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", nullptr, FI_SOURCE, hints, &info);
+	fi_freeinfo(hints);
+#ifndef HAVE_TCP
+	if (ret)
+		GTEST_SKIP();
+#endif
+	ASSERT_EQ(0, ret);
+	{
+		Node a(info), b(info);
+		fi_addr_t b_at_a = a.insert(b);
+		b.insert(a);
+		fi_cntr_attr attr{};
+		attr.events = FI_CNTR_EVENTS_COMP;
+		fid_cntr *sent = nullptr, *received = nullptr;
+		ASSERT_EQ(0, fi_cntr_open(a.domain, &attr, &sent, nullptr));
+		ASSERT_EQ(0, fi_cntr_open(b.domain, &attr, &received, nullptr));
+		// Counters bind before enable; these endpoints are enabled, so use fresh ones.
+		fid_ep *tx = nullptr, *rx = nullptr;
+		ASSERT_EQ(0, fi_endpoint(a.domain, info, &tx, nullptr));
+		ASSERT_EQ(0, fi_endpoint(b.domain, info, &rx, nullptr));
+		ASSERT_EQ(0, fi_ep_bind(tx, &a.av->fid, 0));
+		ASSERT_EQ(0, fi_ep_bind(rx, &b.av->fid, 0));
+		ASSERT_EQ(0, fi_ep_bind(tx, &sent->fid, FI_SEND));
+		ASSERT_EQ(0, fi_ep_bind(rx, &received->fid, FI_RECV));
+		EXPECT_EQ(-FI_EBADFLAGS, fi_ep_bind(rx, &received->fid, FI_REMOTE_WRITE));
+		ASSERT_EQ(0, fi_enable(tx));
+		ASSERT_EQ(0, fi_enable(rx));
+		uint8_t name[64];
+		size_t len = sizeof(name);
+		ASSERT_EQ(0, fi_getname(&rx->fid, name, &len));
+		fi_addr_t rx_addr;
+		ASSERT_EQ(1, fi_av_insert(a.av, name, 1, &rx_addr, 0, nullptr));
+		uint32_t v = 1, in[3], small;
+		for (int i = 0; i < 3; i++)
+			ASSERT_EQ(0, fi_recv(rx, &in[i], sizeof(in[i]), nullptr, FI_ADDR_UNSPEC, nullptr));
+		ASSERT_EQ(0, fi_recv(rx, &small, 1, nullptr, FI_ADDR_UNSPEC, nullptr)); // truncates
+		for (int i = 0; i < 4; i++)
+			ASSERT_EQ(0, fi_send(tx, &v, sizeof(v), nullptr, rx_addr, nullptr));
+		auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+		// Reading a counter progresses only its own endpoint: read all of them each round.
+		for (;;) {
+			bool sent_all = fi_cntr_read(sent) >= 4;
+			bool received_all = fi_cntr_read(received) >= 3;
+			bool truncated = fi_cntr_readerr(received) >= 1;
+			if ((sent_all && received_all && truncated) ||
+			    std::chrono::steady_clock::now() > deadline)
+				break;
+		}
+		EXPECT_EQ(4u, fi_cntr_read(sent));
+		EXPECT_EQ(3u, fi_cntr_read(received));
+		EXPECT_EQ(1u, fi_cntr_readerr(received));
+		EXPECT_EQ(0, fi_cntr_wait(sent, 4, 100));
+		EXPECT_EQ(-FI_ETIMEDOUT, fi_cntr_wait(sent, 5, 50));
+		EXPECT_EQ(0, fi_cntr_set(sent, 10));
+		EXPECT_EQ(0, fi_cntr_add(sent, 2));
+		EXPECT_EQ(12u, fi_cntr_read(sent));
+		(void)b_at_a;
+		EXPECT_EQ(0, fi_close(&tx->fid));
+		EXPECT_EQ(0, fi_close(&rx->fid));
+		EXPECT_EQ(0, fi_close(&sent->fid));
+		EXPECT_EQ(0, fi_close(&received->fid));
+	}
+	fi_freeinfo(info);
+}
+
 TEST_F(RxmLoopback, BadArgumentsAreRefused)
 {
 	char buf[8] = {};

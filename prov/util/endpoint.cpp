@@ -158,6 +158,13 @@ int Endpoint::bind(struct fid *bfid, uint64_t flags)
 
 int Endpoint::enable()
 {
+	// fi_endpoint(3): completions need somewhere to go, so an endpoint with neither a CQ
+	// nor a counter bound cannot be enabled.
+	bool has_counter = false;
+	for (Counter *cntr : counters_)
+		has_counter = has_counter || cntr;
+	if (!tx_cq_ && !rx_cq_ && !has_counter)
+		return -FI_ENOCQ;
 	enabled_ = true;
 	return 0;
 }

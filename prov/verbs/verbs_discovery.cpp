@@ -11,6 +11,8 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <optional>
 
 #include <rdma/rdma_cma.h>
 
@@ -94,7 +96,9 @@ std::string fabric_name_for(uint64_t subnet_prefix)
 	return name;
 }
 
-std::vector<DevicePort> discover_device_ports()
+namespace {
+
+std::vector<DevicePort> scan_device_ports()
 {
 	std::vector<DevicePort> ports;
 	int count = 0;
@@ -134,6 +138,21 @@ std::vector<DevicePort> discover_device_ports()
 	}
 	rdma_free_devices(contexts);
 	return ports;
+}
+
+} // namespace
+
+std::vector<DevicePort> discover_device_ports()
+{
+	// Scanning opens every device and creates a probe QP: slow enough (seconds under
+	// emulation) that doing it on every fi_getinfo would dominate applications that call
+	// it often. Devices and their addresses are taken as fixed for the life of the process.
+	static std::mutex lock;
+	static std::optional<std::vector<DevicePort>> cache;
+	std::lock_guard<std::mutex> guard(lock);
+	if (!cache)
+		cache = scan_device_ports();
+	return *cache;
 }
 
 } // namespace verbs

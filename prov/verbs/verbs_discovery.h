@@ -24,6 +24,7 @@ struct DevicePort {
 	std::vector<struct sockaddr_in> addresses;
 };
 
+// Scanned once per process, on first use.
 std::vector<DevicePort> discover_device_ports();
 
 // "IB-0xfe80000000000000": the fabric is the IB/RoCE subnet, named by its GID prefix.

@@ -17,21 +17,41 @@ configure_and_build() { # dir cflags
 	(cd "$1" &&
 	 { [ -f Makefile ] || "$srcdir/configure" -q CFLAGS="-g -O1 $2" CXXFLAGS="-g -O1 $2" \
 		LDFLAGS="$2"; } &&
-	 make -j"$jobs" >build.log 2>&1 && make -j"$jobs" check TESTS= >>build.log 2>&1) ||
+	 # -k: a broken unrelated target must not keep the test programs from being built.
+	 { make -k -j"$jobs" >build.log 2>&1; make -k -j"$jobs" check TESTS= >>build.log 2>&1; } ;
+	 [ -f libfabric_internal.la ]) ||
 		{ echo "$1: build failed, see $1/build.log"; return 1; }
+}
+
+# The unit programs and this helper's fast tests, run directly (not through `make check`, so
+# that one unrelated build problem does not hide the results).
+fast_tests() { # dir
+	for t in src/test/core_unit prov/util/test/util_unit prov/tcp/test/tcp_unit \
+		 prov/rxm/test/rxm_unit prov/rxm/test/rxm_loopback prov/verbs/test/verbs_unit \
+		 test/badinput/badinput_test test/badinput/rma_security_test \
+		 test/faults/receiver_overrun_test; do
+		[ -x "$1/$t" ] && echo "$1/$t"
+	done
 }
 
 if [ "$which" = asan ] || [ "$which" = all ]; then
 	dir=$root/asan
 	if configure_and_build "$dir" "-fsanitize=address,undefined -fno-omit-frame-pointer"; then
-		# detect_leaks is on by default with ASan on Linux: leaks fail the test too.
-		ASAN_OPTIONS=abort_on_error=0:detect_leaks=1 \
-		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-			make -C "$dir" -j"$jobs" check >"$dir/check.log" 2>&1
+		for exe in $(fast_tests "$dir"); do
+			# Leak detection is on by default with ASan on Linux: leaks fail the test too.
+			# (test/leaks is left out: ASan's quarantine makes its RSS measure meaningless.)
+			ASAN_OPTIONS=detect_leaks=1 \
+			UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+				"$exe" >"$exe.asan.log" 2>&1
+			rc=$?
+			reports=$(grep -c -E "ERROR: (Address|Leak)Sanitizer|runtime error:" "$exe.asan.log")
+			echo "asan: $(basename "$exe"): exit $rc, $reports sanitizer reports"
+			[ $rc -eq 0 ] && [ "$reports" -eq 0 ] || status=1
+		done
+		top_builddir=$dir "$dir/test/faults/peer_failure_test" --gtest_filter='-*NeverAccepts*' \
+			>"$dir/peer_failure.asan.log" 2>&1
 		rc=$?
-		grep -E "^(# |PASS|FAIL|XFAIL|XPASS|ERROR)" "$dir/check.log" | sed 's/^/asan: /'
-		grep -l -E "ERROR: (Address|Leak)Sanitizer|runtime error:" $(find "$dir" -name '*.log') \
-			2>/dev/null | sed 's/^/asan report in: /'
+		echo "asan: peer_failure_test: exit $rc"
 		[ $rc -eq 0 ] || status=1
 	else
 		status=1

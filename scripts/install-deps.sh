@@ -7,6 +7,7 @@ packages=(g++ make autoconf automake libtool pkg-config libgtest-dev
 	libibverbs-dev librdmacm-dev   # verbs provider (built when present)
 	libfabric-dev                  # reference headers for the ABI test
 	libfabric-bin                  # Debian's unmodified fi_info / fi_pingpong as test clients
+	openmpi-bin libopenmpi-dev     # Open MPI's ofi MTL over tcp;ofi_rxm (test/mpi)
 	python3 groff-base man-db "$@")
 
 missing=()

@@ -10,6 +10,13 @@
 
 static int rank, size;
 static int failures;
+static int trace; /* MPI_CHECK_TRACE=1: print each phase, to locate a hang */
+
+#define PHASE(name)                                                         \
+	do {                                                                \
+		if (trace)                                                  \
+			fprintf(stderr, "rank %d: phase %s\n", rank, name); \
+	} while (0)
 
 #define CHECK(cond, ...)                                                    \
 	do {                                                                \
@@ -264,20 +271,32 @@ int main(int argc, char **argv)
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
 
+	trace = getenv("MPI_CHECK_TRACE") != NULL;
 	check_loaded_libfabric();
 
 	const size_t small = 64, mid = 64 * 1024, large = 4u << 20;
+	PHASE("ring 0");
 	ring_exchange(0, 1);
+	PHASE("ring small");
 	ring_exchange(small, 2);
+	PHASE("ring mid");
 	ring_exchange(mid, 3);
+	PHASE("ring large");
 	ring_exchange(large, 4);
+	PHASE("any-source small");
 	any_source_gather(small, 10);
+	PHASE("any-source large");
 	any_source_gather(large, 11);
+	PHASE("tagged small");
 	tagged_out_of_order(small);
+	PHASE("tagged large");
 	tagged_out_of_order(large);
+	PHASE("probe");
 	probe_any_tag();
+	PHASE("collectives");
 	collectives();
 
+	PHASE("final allreduce");
 	int all_failures = 0;
 	MPI_Allreduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
 	if (rank == 0)

@@ -35,6 +35,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Our library must win the soname lookup in every rank (mpirun forwards it with -x).
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export MPI_CHECK_LIBFABRIC_DIR="$libdir"
+# Each rank logs its phases, so a failure shows where it stopped.
+export MPI_CHECK_TRACE=1
 
 status=0
 for np in 2 4; do
@@ -43,8 +45,8 @@ for np in 2 4; do
 	# come up over tcp;ofi_rxm, MPI_Init fails instead of silently using the
 	# tcp BTL. Only btl self is allowed (Open MPI wants one BTL for itself);
 	# the tcp and vader BTLs, which could carry traffic, stay out.
-	timeout -k 10 150 mpirun --allow-run-as-root --oversubscribe -np "$np" \
-		-x LD_LIBRARY_PATH -x MPI_CHECK_LIBFABRIC_DIR \
+	timeout -k 10 90 mpirun --allow-run-as-root --oversubscribe -np "$np" \
+		-x LD_LIBRARY_PATH -x MPI_CHECK_LIBFABRIC_DIR -x MPI_CHECK_TRACE \
 		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "tcp;ofi_rxm" \
 		--mca btl self --mca mtl_base_verbose 100 \
 		"$work/mpi_check" >"$log" 2>&1

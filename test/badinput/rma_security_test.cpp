@@ -76,8 +76,9 @@ protected:
 			target = &msg_pair->b;
 			peer = 0;
 		}
-		source.assign(kRegion, kSourceFill);
-		sink.assign(kRegion, 0);
+		// Larger than the region, so requests longer than the region stay inside local memory.
+		source.assign(kRegion + 64, kSourceFill);
+		sink.assign(kRegion + 64, 0);
 		source_mr = std::make_unique<Registration>(*initiator, source.data(), source.size(),
 							   FI_WRITE | FI_READ | FI_SEND | FI_RECV);
 		ASSERT_EQ(0, source_mr->ret);

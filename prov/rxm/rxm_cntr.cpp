@@ -10,12 +10,11 @@
 #include <algorithm>
 #include <chrono>
 #include <new>
-#include <thread>
 
 namespace rxm {
 
-RxmCntr::RxmCntr(RxmDomain *domain, void *context)
-	: FidObject(embedded_fid, FI_CLASS_CNTR, context), domain_(domain)
+RxmCntr::RxmCntr(RxmDomain *domain, enum fi_wait_obj wait_obj, void *context)
+	: FidObject(embedded_fid, FI_CLASS_CNTR, context), domain_(domain), wait_obj_(wait_obj)
 {
 	embedded_fid.pub.fid.ops = util::ops_ptr<RxmCntr, util::make_fi_ops<RxmCntr>>();
 	embedded_fid.pub.ops = util::ops_ptr<RxmCntr, util::make_cntr_ops<RxmCntr>>();
@@ -30,13 +29,18 @@ int RxmCntr::open(RxmDomain *domain, struct fi_cntr_attr *attr, struct fid_cntr 
 	if (attr) {
 		if (attr->events != FI_CNTR_EVENTS_COMP || attr->flags)
 			return -FI_EINVAL;
-		// fi_cntr_wait polls progress; there is no wait object to hand out.
-		if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
+		if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC &&
+		    attr->wait_obj != FI_WAIT_FD)
 			return -FI_ENOSYS;
 	}
-	RxmCntr *c = new (std::nothrow) RxmCntr(domain, context);
+	RxmCntr *c = new (std::nothrow)
+		RxmCntr(domain, attr ? attr->wait_obj : FI_WAIT_UNSPEC, context);
 	if (!c)
 		return -FI_ENOMEM;
+	if (!c->wait_ok()) {
+		c->close();
+		return -FI_ENOMEM;
+	}
 	*cntr = c->pub();
 	return 0;
 }
@@ -77,56 +81,139 @@ void RxmCntr::progress()
 		ep->progress();
 }
 
+void RxmCntr::changed()
+{
+	std::lock_guard guard(event_lock_);
+	changed_.store(true, std::memory_order_release);
+	note_event_added();
+}
+
+void RxmCntr::seen()
+{
+	if (!changed_.load(std::memory_order_acquire))
+		return;
+	std::lock_guard guard(event_lock_);
+	changed_.store(false, std::memory_order_release);
+	note_drained();
+}
+
 uint64_t RxmCntr::read()
 {
 	progress();
+	seen();
 	return value_.load(std::memory_order_acquire);
 }
 
 uint64_t RxmCntr::readerr()
 {
 	progress();
+	seen();
 	return errors_.load(std::memory_order_acquire);
 }
 
 int RxmCntr::add(uint64_t value)
 {
 	value_.fetch_add(value, std::memory_order_acq_rel);
+	changed();
 	return 0;
 }
 
 int RxmCntr::set(uint64_t value)
 {
 	value_.store(value, std::memory_order_release);
+	changed();
 	return 0;
 }
 
 int RxmCntr::adderr(uint64_t value)
 {
 	errors_.fetch_add(value, std::memory_order_acq_rel);
+	changed();
 	return 0;
 }
 
 int RxmCntr::seterr(uint64_t value)
 {
 	errors_.store(value, std::memory_order_release);
+	changed();
 	return 0;
 }
 
 int RxmCntr::wait(uint64_t threshold, int timeout)
 {
 	uint64_t errors = errors_.load(std::memory_order_acquire);
-	auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout);
+	bool infinite = timeout < 0;
+	Clock::time_point deadline = deadline_after(timeout);
 	for (;;) {
+		begin_wait();  // from here on, changes set the eventfd
+		seen();        // forget changes we are about to look at
 		progress();
-		if (value_.load(std::memory_order_acquire) >= threshold)
+		if (value_.load(std::memory_order_acquire) >= threshold) {
+			end_wait();
 			return 0;
-		if (errors_.load(std::memory_order_acquire) != errors)
+		}
+		if (errors_.load(std::memory_order_acquire) != errors) {
+			end_wait();
 			return -FI_EAVAIL; // an operation failed while waiting
-		if (timeout >= 0 && std::chrono::steady_clock::now() >= deadline)
-			return -FI_ETIMEDOUT;
-		std::this_thread::sleep_for(std::chrono::microseconds(20));
+		}
+		int rc = block_polled(deadline, infinite);
+		end_wait();
+		if (rc == -FI_EAGAIN) {
+			take_interrupt();
+			if (!infinite && Clock::now() >= deadline) {
+				progress();
+				return value_.load(std::memory_order_acquire) >= threshold
+					       ? 0
+					       : -FI_ETIMEDOUT;
+			}
+			continue;
+		}
+		if (rc < 0)
+			return rc;
 	}
+}
+
+int RxmCntr::control(int command, void *arg)
+{
+	switch (command) {
+	case FI_GETWAIT: {
+		if (!arg)
+			return -FI_EINVAL;
+		if (wait_obj_ != FI_WAIT_FD && wait_obj_ != FI_WAIT_UNSPEC)
+			return -FI_ENODATA;
+		int fd = export_wait_fd();
+		if (fd < 0)
+			return fd;
+		*static_cast<int *>(arg) = fd;
+		return 0;
+	}
+	case FI_GETWAITOBJ:
+		if (!arg)
+			return -FI_EINVAL;
+		*static_cast<enum fi_wait_obj *>(arg) =
+			wait_obj_ == FI_WAIT_UNSPEC ? FI_WAIT_FD : wait_obj_;
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+int RxmCntr::trywait_all()
+{
+	progress();
+	if (has_events())
+		return -FI_EAGAIN;
+	std::vector<RxmEndpoint *> eps;
+	{
+		std::lock_guard guard(eps_lock_);
+		eps = eps_;
+	}
+	for (RxmEndpoint *ep : eps) {
+		int rc = ep->core_trywait();
+		if (rc)
+			return rc;
+	}
+	return has_events() ? -FI_EAGAIN : 0;
 }
 
 } // namespace rxm

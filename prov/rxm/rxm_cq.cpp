@@ -13,12 +13,13 @@
 #include <cstddef>
 #include <cstring>
 #include <new>
-#include <thread>
 
 namespace rxm {
 
-RxmCq::RxmCq(RxmDomain *domain, enum fi_cq_format format, void *context)
-	: FidObject(embedded_fid, FI_CLASS_CQ, context), domain_(domain), format_(format)
+RxmCq::RxmCq(RxmDomain *domain, enum fi_cq_format format, enum fi_wait_obj wait_obj,
+	     void *context)
+	: FidObject(embedded_fid, FI_CLASS_CQ, context), domain_(domain), format_(format),
+	  wait_obj_(wait_obj)
 {
 	embedded_fid.pub.fid.ops = util::ops_ptr<RxmCq, util::make_fi_ops<RxmCq>>();
 	embedded_fid.pub.ops = util::ops_ptr<RxmCq, util::make_cq_ops<RxmCq>>();
@@ -34,14 +35,18 @@ int RxmCq::open(RxmDomain *domain, struct fi_cq_attr *attr, struct fid_cq **cq, 
 		format = FI_CQ_FORMAT_CONTEXT;
 	if (format > FI_CQ_FORMAT_TAGGED)
 		return -FI_ENOSYS;
-	// Blocking reads poll progress; there is no wait object to hand out.
-	if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
+	if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC &&
+	    attr->wait_obj != FI_WAIT_FD)
 		return -FI_ENOSYS;
 	if (attr->wait_cond != FI_CQ_COND_NONE && attr->wait_cond != FI_CQ_COND_THRESHOLD)
 		return -FI_EINVAL;
-	RxmCq *c = new (std::nothrow) RxmCq(domain, format, context);
+	RxmCq *c = new (std::nothrow) RxmCq(domain, format, attr->wait_obj, context);
 	if (!c)
 		return -FI_ENOMEM;
+	if (!c->wait_ok()) {
+		c->close();
+		return -FI_ENOMEM;  // out of fds for the eventfd/epoll set
+	}
 	*cq = c->pub();
 	return 0;
 }
@@ -99,6 +104,8 @@ void RxmCq::write(void *context, uint64_t flags, size_t len, void *buf, uint64_t
 {
 	std::lock_guard guard(lock_);
 	entries_.push_back({{context, flags, len, buf, data, tag}, source});
+	pending_.fetch_add(1, std::memory_order_release);
+	note_event_added();
 }
 
 void RxmCq::write_error(void *context, uint64_t flags, int err, size_t len, size_t olen,
@@ -115,6 +122,8 @@ void RxmCq::write_error(void *context, uint64_t flags, int err, size_t len, size
 	e.prov_errno = prov_errno;
 	std::lock_guard guard(lock_);
 	errors_.push_back(e);
+	pending_.fetch_add(1, std::memory_order_release);
+	note_event_added();
 }
 
 size_t RxmCq::entry_size() const
@@ -151,6 +160,9 @@ ssize_t RxmCq::readfrom(void *buf, size_t count, fi_addr_t *src_addr)
 			src_addr[i] = entries_.front().source;
 		entries_.pop_front();
 	}
+	pending_.fetch_sub(n, std::memory_order_release);
+	if (entries_.empty())
+		note_drained();
 	return static_cast<ssize_t>(n);
 }
 
@@ -167,6 +179,9 @@ ssize_t RxmCq::readerr(struct fi_cq_err_entry *buf, uint64_t flags)
 		return -FI_EAGAIN;
 	fi_cq_err_entry e = errors_.front();
 	errors_.pop_front();
+	pending_.fetch_sub(1, std::memory_order_release);
+	if (errors_.empty() && entries_.empty())
+		note_drained();
 	uint32_t version = domain_->fabric()->pub()->api_version;
 	if (FI_VERSION_LT(version, FI_VERSION(1, 5))) {
 		// Applications of older APIs know the entry without err_data_size.
@@ -193,22 +208,38 @@ ssize_t RxmCq::sreadfrom(void *buf, size_t count, fi_addr_t *src_addr, const voi
 	size_t threshold = 1;
 	if (cond)
 		threshold = std::max<size_t>(1, std::min(count, *static_cast<const size_t *>(cond)));
-	auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout);
+	bool infinite = timeout < 0;
+	Clock::time_point deadline = deadline_after(timeout);
 	for (;;) {
-		if (signaled_.exchange(false))
+		if (take_interrupt())
 			return -FI_EAGAIN;
-		size_t ready;
+		progress();
 		{
-			progress();
 			std::lock_guard guard(lock_);
-			ready = errors_.empty() ? entries_.size() : threshold;
+			begin_wait();  // from here on, new completions set the eventfd
+			size_t ready = errors_.empty() ? entries_.size() : threshold;
+			if (ready >= threshold) {
+				end_wait();
+				break;
+			}
+			// Below the threshold: forget earlier wake-ups so we sleep until the next one.
+			note_drained();
 		}
-		if (ready >= threshold)
-			return readfrom(buf, count, src_addr);
-		if (timeout >= 0 && std::chrono::steady_clock::now() >= deadline)
-			return -FI_EAGAIN;
-		std::this_thread::sleep_for(std::chrono::microseconds(20));
+		int rc = block_polled(deadline, infinite);
+		end_wait();
+		if (rc == -FI_EAGAIN) {
+			if (take_interrupt())
+				return -FI_EAGAIN;
+			if (!infinite && Clock::now() >= deadline) {
+				// Timed out: hand out whatever arrived, even below the threshold.
+				return readfrom(buf, count, src_addr);
+			}
+			continue;
+		}
+		if (rc < 0)
+			return rc;
 	}
+	return readfrom(buf, count, src_addr);
 }
 
 ssize_t RxmCq::sread(void *buf, size_t count, const void *cond, int timeout)
@@ -218,8 +249,52 @@ ssize_t RxmCq::sread(void *buf, size_t count, const void *cond, int timeout)
 
 int RxmCq::signal()
 {
-	signaled_ = true;
+	interrupt();
 	return 0;
+}
+
+int RxmCq::control(int command, void *arg)
+{
+	switch (command) {
+	case FI_GETWAIT: {
+		if (!arg)
+			return -FI_EINVAL;
+		if (wait_obj_ != FI_WAIT_FD && wait_obj_ != FI_WAIT_UNSPEC)
+			return -FI_ENODATA;
+		std::lock_guard guard(lock_);
+		int fd = export_wait_fd();
+		if (fd < 0)
+			return fd;
+		*static_cast<int *>(arg) = fd;
+		return 0;
+	}
+	case FI_GETWAITOBJ:
+		if (!arg)
+			return -FI_EINVAL;
+		*static_cast<enum fi_wait_obj *>(arg) =
+			wait_obj_ == FI_WAIT_UNSPEC ? FI_WAIT_FD : wait_obj_;
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+int RxmCq::trywait_all()
+{
+	progress();
+	if (has_events())
+		return -FI_EAGAIN;
+	std::vector<RxmEndpoint *> eps;
+	{
+		std::lock_guard guard(eps_lock_);
+		eps = eps_;
+	}
+	for (RxmEndpoint *ep : eps) {
+		int rc = ep->core_trywait();
+		if (rc)
+			return rc;
+	}
+	return has_events() ? -FI_EAGAIN : 0;
 }
 
 const char *RxmCq::strerror(int prov_errno, const void *, char *buf, size_t len)

@@ -1,10 +1,16 @@
 // RxmCq: rxm's completion queue. Completions are written by the endpoints bound to it; reading
 // it drives their progress (the core CQ and EQ), so an application that only polls its CQ
 // moves data and establishes connections (manual progress).
+//
+// Blocking (fi_cq_sread, FI_GETWAIT, fi_trywait) uses util::Waitable: its epoll set holds
+// the CQ's eventfd plus the wait fds of the core CQ and core EQ of every enabled endpoint
+// bound here, so a blocked reader sleeps until the core has something or another thread
+// (auto progress, fi_cq_signal) writes here.
 #ifndef OFI_PROV_RXM_CQ_H
 #define OFI_PROV_RXM_CQ_H
 
 #include "prov/util/fid_object.h"
+#include "prov/rxm/rxm_waitable.h"
 
 #include <rdma/fabric.h>
 #include <rdma/fi_eq.h>
@@ -19,7 +25,7 @@ namespace rxm {
 class RxmDomain;
 class RxmEndpoint;
 
-class RxmCq : public util::FidStorage<fid_cq>, public util::FidObject {
+class RxmCq : public util::FidStorage<fid_cq>, public util::FidObject, public RxmWaitable {
 public:
 	static int open(RxmDomain *domain, struct fi_cq_attr *attr, struct fid_cq **cq,
 			void *context);
@@ -34,6 +40,13 @@ public:
 			  int timeout);
 	int signal();
 	const char *strerror(int prov_errno, const void *err_data, char *buf, size_t len);
+	int control(int command, void *arg);  // FI_GETWAIT, FI_GETWAITOBJ
+
+	// util::Waitable
+	void run_progress() override { progress(); }
+	bool has_events() override { return pending_.load(std::memory_order_acquire) > 0; }
+	// fi_trywait on the rxm fabric: progress, then ask the cores whether blocking is safe.
+	int trywait_all();
 
 	// Endpoint side.
 	void attach(RxmEndpoint *ep);
@@ -44,7 +57,8 @@ public:
 			 uint64_t data, uint64_t tag, int prov_errno);
 
 private:
-	RxmCq(RxmDomain *domain, enum fi_cq_format format, void *context);
+	RxmCq(RxmDomain *domain, enum fi_cq_format format, enum fi_wait_obj wait_obj,
+	      void *context);
 	void progress();
 	size_t entry_size() const;
 
@@ -55,12 +69,13 @@ private:
 
 	RxmDomain *domain_;
 	enum fi_cq_format format_;
+	enum fi_wait_obj wait_obj_;
 	std::mutex lock_;
 	std::deque<Entry> entries_;
 	std::deque<fi_cq_err_entry> errors_;
 	std::mutex eps_lock_;
 	std::vector<RxmEndpoint *> eps_;
-	std::atomic<bool> signaled_{false};
+	std::atomic<size_t> pending_{0};  // entries + errors, readable without the lock
 };
 
 } // namespace rxm

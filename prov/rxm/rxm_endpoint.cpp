@@ -12,7 +12,9 @@
 
 #include <rdma/fi_errno.h>
 
+#include <algorithm>
 #include <chrono>
+#include <initializer_list>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -183,21 +185,9 @@ int RxmEndpoint::enable()
 		inject_limit_ = eager_limit_;
 	core_fabric_ = domain_->fabric()->core();
 
-	fi_eq_attr eq_attr{};
-	eq_attr.size = kCoreEqSize;
-	eq_attr.wait_obj = FI_WAIT_NONE;
-	int ret = fi_eq_open(core_fabric_, &eq_attr, &core_eq_, nullptr);
+	int ret = open_core_queues();
 	if (ret)
 		goto fail;
-	{
-		fi_cq_attr cq_attr{};
-		cq_attr.size = kCoreCqSize;
-		cq_attr.format = FI_CQ_FORMAT_DATA;
-		cq_attr.wait_obj = FI_WAIT_NONE;
-		ret = fi_cq_open(domain_->core(), &cq_attr, &core_cq_, nullptr);
-		if (ret)
-			goto fail;
-	}
 	ret = fi_passive_ep(core_fabric_, const_cast<fi_info *>(domain_->core_info()), &pep_, nullptr);
 	if (ret)
 		goto fail;
@@ -270,6 +260,7 @@ int RxmEndpoint::enable()
 		}
 	}
 	enabled_ = true;
+	register_wait_sources();
 	if (p.data_auto_progress ||
 	    (info_->domain_attr && info_->domain_attr->data_progress == FI_PROGRESS_AUTO))
 		start_auto_progress();
@@ -280,8 +271,96 @@ fail:
 	return ret;
 }
 
+int RxmEndpoint::open_core_queues()
+{
+	// Wait fds let blocked readers of our CQs and counters sleep; a core without them
+	// still works, polled.
+	fi_eq_attr eq_attr{};
+	eq_attr.size = kCoreEqSize;
+	eq_attr.wait_obj = FI_WAIT_FD;
+	int ret = fi_eq_open(core_fabric_, &eq_attr, &core_eq_, nullptr);
+	if (ret) {
+		eq_attr.wait_obj = FI_WAIT_NONE;
+		ret = fi_eq_open(core_fabric_, &eq_attr, &core_eq_, nullptr);
+		if (ret)
+			return ret;
+	} else if (fi_control(&core_eq_->fid, FI_GETWAIT, &core_eq_fd_)) {
+		core_eq_fd_ = -1;
+	}
+	fi_cq_attr cq_attr{};
+	cq_attr.size = kCoreCqSize;
+	cq_attr.format = FI_CQ_FORMAT_DATA;
+	cq_attr.wait_obj = FI_WAIT_FD;
+	ret = fi_cq_open(domain_->core(), &cq_attr, &core_cq_, nullptr);
+	if (ret) {
+		cq_attr.wait_obj = FI_WAIT_NONE;
+		ret = fi_cq_open(domain_->core(), &cq_attr, &core_cq_, nullptr);
+		if (ret)
+			return ret;
+	} else if (fi_control(&core_cq_->fid, FI_GETWAIT, &core_cq_fd_)) {
+		core_cq_fd_ = -1;
+	}
+	return 0;
+}
+
+template <class Fn>
+static void for_each_distinct(std::initializer_list<RxmWaitable *> objects, Fn fn)
+{
+	RxmWaitable *seen[6];
+	size_t n = 0;
+	for (RxmWaitable *w : objects) {
+		if (!w || std::find(seen, seen + n, w) != seen + n)
+			continue;
+		seen[n++] = w;
+		fn(w);
+	}
+}
+
+void RxmEndpoint::register_wait_sources()
+{
+	if (wait_registered_)
+		return;
+	wait_registered_ = true;
+	bool polled = core_cq_fd_ < 0 || core_eq_fd_ < 0;
+	for_each_distinct({tx_cq_, rx_cq_, send_cntr_, recv_cntr_, read_cntr_, write_cntr_},
+			  [&](RxmWaitable *w) {
+				  if (core_cq_fd_ >= 0)
+					  w->add_wait_source(core_cq_fd_);
+				  if (core_eq_fd_ >= 0)
+					  w->add_wait_source(core_eq_fd_);
+				  if (polled)
+					  w->add_polled_source();
+			  });
+}
+
+void RxmEndpoint::unregister_wait_sources()
+{
+	if (!wait_registered_)
+		return;
+	wait_registered_ = false;
+	bool polled = core_cq_fd_ < 0 || core_eq_fd_ < 0;
+	for_each_distinct({tx_cq_, rx_cq_, send_cntr_, recv_cntr_, read_cntr_, write_cntr_},
+			  [&](RxmWaitable *w) {
+				  w->remove_wait_source(core_cq_fd_);
+				  w->remove_wait_source(core_eq_fd_);
+				  if (polled)
+					  w->remove_polled_source();
+			  });
+}
+
+int RxmEndpoint::core_trywait()
+{
+	if (!core_cq_ || !core_eq_)
+		return 0;
+	if (core_cq_fd_ < 0 || core_eq_fd_ < 0)
+		return -FI_EAGAIN;  // no fd to block on: the caller has to poll
+	struct fid *fids[] = {&core_cq_->fid, &core_eq_->fid};
+	return fi_trywait(core_fabric_, fids, 2);
+}
+
 void RxmEndpoint::shutdown_all()
 {
+	unregister_wait_sources();
 	for (auto &conn : conns_)
 		close_core(conn.get());
 	if (pep_)
@@ -307,6 +386,7 @@ void RxmEndpoint::shutdown_all()
 	if (core_eq_)
 		fi_close(&core_eq_->fid);
 	core_eq_ = nullptr;
+	core_cq_fd_ = core_eq_fd_ = -1;
 	fi_freeinfo(core_conn_info_);
 	core_conn_info_ = nullptr;
 	matcher_.drain_unexpected([](UnexpectedMsg *m) { delete static_cast<Unexpected *>(m->owner); });
@@ -336,6 +416,10 @@ int RxmEndpoint::close()
 	if (busy())
 		return -FI_EBUSY;
 	stop_auto_progress(); // before anything it progresses goes away
+	{
+		std::lock_guard guard(lock_);
+		unregister_wait_sources(); // while the CQs and counters are still ours
+	}
 	if (tx_cq_)
 		tx_cq_->detach(this);
 	for (RxmCntr *cntr : {send_cntr_, recv_cntr_, read_cntr_, write_cntr_})

@@ -115,6 +115,8 @@ public:
 
 	// Drives the core CQ and EQ; called by reads of the bound CQs.
 	void progress();
+	// fi_trywait on the core CQ and EQ: 0 when blocking on their fds is safe.
+	int core_trywait();
 
 private:
 	RxmEndpoint(RxmDomain *domain, struct fi_info *info, void *context);
@@ -122,6 +124,10 @@ private:
 	void shutdown_all();
 	void drain_core_cq();
 	void drain_core_eq();
+	int open_core_queues();
+	// Adds/removes the core wait fds to/from the bound CQs' and counters' epoll sets.
+	void register_wait_sources();
+	void unregister_wait_sources();
 	void start_auto_progress();
 	void stop_auto_progress();
 
@@ -226,6 +232,9 @@ private:
 	struct fid_fabric *core_fabric_ = nullptr;
 	struct fid_eq *core_eq_ = nullptr;
 	struct fid_cq *core_cq_ = nullptr;
+	int core_eq_fd_ = -1;  // the cores' FI_GETWAIT fds (-1: that core has none)
+	int core_cq_fd_ = -1;
+	bool wait_registered_ = false;
 	struct fid_pep *pep_ = nullptr;
 	struct fi_info *core_conn_info_ = nullptr; // template for active core endpoints
 	EndpointIdentity identity_;

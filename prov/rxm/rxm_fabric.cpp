@@ -1,6 +1,8 @@
 // RxmFabric: opens the core fabric named by the layered provider name.
 #include "prov/rxm/rxm_fabric.h"
 
+#include "prov/rxm/rxm_cntr.h"
+#include "prov/rxm/rxm_cq.h"
 #include "prov/rxm/rxm_domain.h"
 #include "prov/rxm/rxm_info.h"
 #include "prov/rxm/rxm_provider.h"
@@ -43,10 +45,26 @@ int RxmFabric::eq_open(struct fi_eq_attr *attr, struct fid_eq **eq, void *contex
 	return fi_eq_open(core_, attr, eq, context);
 }
 
-int RxmFabric::trywait(struct fid **, int)
+int RxmFabric::trywait(struct fid **fids, int count)
 {
-	// Waiting on rxm objects always goes through their own sread, which progresses the core.
-	return -FI_EAGAIN;
+	if (count < 0 || (count > 0 && !fids))
+		return -FI_EINVAL;
+	for (int i = 0; i < count; i++) {
+		if (!fids[i])
+			return -FI_EINVAL;
+		int rc;
+		if (RxmCq *cq = util::fid_cast<RxmCq>(fids[i], FI_CLASS_CQ))
+			rc = cq->trywait_all();
+		else if (RxmCntr *cntr = util::fid_cast<RxmCntr>(fids[i], FI_CLASS_CNTR))
+			rc = cntr->trywait_all();
+		else if (fids[i]->fclass == FI_CLASS_EQ || fids[i]->fclass == FI_CLASS_WAIT)
+			rc = fi_trywait(core_, &fids[i], 1);  // our EQs are the core's
+		else
+			rc = -FI_EINVAL;
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
 int rxm_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context)

@@ -177,6 +177,9 @@ int RxmEndpoint::enable()
 		return 0;
 	if (!av_)
 		return -FI_ENOAV;
+	// fi_endpoint(3): completions need somewhere to go before the endpoint can be enabled.
+	if (!tx_cq_ && !rx_cq_ && !send_cntr_ && !recv_cntr_ && !read_cntr_ && !write_cntr_)
+		return -FI_ENOCQ;
 	const RxmParams &p = params();
 	eager_limit_ = p.buffer_size;
 	sar_limit_ = domain_->rma_capable() ? std::max(p.sar_limit, eager_limit_) : SIZE_MAX;

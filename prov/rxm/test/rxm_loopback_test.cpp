@@ -767,6 +767,17 @@ TEST_F(RxmLoopback, WaitFdPollsReadableWhenACompletionArrives)
 		a->poll();
 }
 
+TEST_F(RxmLoopback, EnableWithoutCqOrCounterFails)
+{
+	fid_ep *ep = nullptr;
+	ASSERT_EQ(0, fi_endpoint(a->domain, info, &ep, nullptr));
+	ASSERT_EQ(0, fi_ep_bind(ep, &a->av->fid, 0));
+	EXPECT_EQ(-FI_ENOCQ, fi_enable(ep));
+	ASSERT_EQ(0, fi_ep_bind(ep, &a->cq->fid, FI_RECV));
+	EXPECT_EQ(0, fi_enable(ep));
+	EXPECT_EQ(0, fi_close(&ep->fid));
+}
+
 TEST(RxmCounters, CountSendsReceivesAndErrors)
 {
 	fi_info *hints = fi_allocinfo();

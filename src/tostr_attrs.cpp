@@ -185,13 +185,16 @@ void write_fabric_attr(TextSink &out, const char *indent, const fi_fabric_attr *
 
 void write_fid(TextSink &out, const fid *object)
 {
-	// The object appends its own text in the space that is left.
+	// The object appends its own text in the space that is left; one that declines
+	// (an -FI_ENOSYS entry) gets the generic line instead of nothing.
 	if (can_describe_itself(object)) {
 		size_t used = strnlen(out.data(), out.capacity());
-		object->ops->tostr(object, out.data() + used, out.capacity() - used);
-	} else {
-		out.append("fid: %p\n", static_cast<const void *>(object));
+		if (object->ops->tostr(object, out.data() + used, out.capacity() - used) >= 0)
+			return;
+		if (used < out.capacity())
+			out.data()[used] = '\0';
 	}
+	out.append("fid: %p\n", static_cast<const void *>(object));
 }
 
 void write_info(TextSink &out, const fi_info *info)

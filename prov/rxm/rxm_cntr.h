@@ -41,6 +41,7 @@ public:
 	void run_progress() override { progress(); }
 	bool has_events() override { return changed_.load(std::memory_order_acquire); }
 	int trywait_all();
+	bool wants_wait_fd() const { return wait_obj_ != FI_WAIT_NONE; }
 
 	void attach(RxmEndpoint *ep);
 	void detach(RxmEndpoint *ep);

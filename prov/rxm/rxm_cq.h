@@ -47,6 +47,7 @@ public:
 	bool has_events() override { return pending_.load(std::memory_order_acquire) > 0; }
 	// fi_trywait on the rxm fabric: progress, then ask the cores whether blocking is safe.
 	int trywait_all();
+	bool wants_wait_fd() const { return wait_obj_ != FI_WAIT_NONE; }
 
 	// Endpoint side.
 	void attach(RxmEndpoint *ep);

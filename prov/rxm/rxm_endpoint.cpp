@@ -277,30 +277,41 @@ fail:
 int RxmEndpoint::open_core_queues()
 {
 	// Wait fds let blocked readers of our CQs and counters sleep; a core without them
-	// still works, polled.
+	// still works, polled. Only asked for when a bound CQ or counter has a wait object:
+	// the kernel limits how many nested epoll sets may watch one socket (a few dozen at
+	// depth 3), so endpoints of FI_WAIT_NONE objects must not add to that nesting.
+	bool want_fd = false;
+	for (RxmCq *cq : {tx_cq_, rx_cq_})
+		want_fd |= cq && cq->wants_wait_fd();
+	for (RxmCntr *cntr : {send_cntr_, recv_cntr_, read_cntr_, write_cntr_})
+		want_fd |= cntr && cntr->wants_wait_fd();
 	fi_eq_attr eq_attr{};
 	eq_attr.size = kCoreEqSize;
-	eq_attr.wait_obj = FI_WAIT_FD;
+	eq_attr.wait_obj = want_fd ? FI_WAIT_FD : FI_WAIT_NONE;
 	int ret = fi_eq_open(core_fabric_, &eq_attr, &core_eq_, nullptr);
-	if (ret) {
+	if (ret && want_fd) {
 		eq_attr.wait_obj = FI_WAIT_NONE;
 		ret = fi_eq_open(core_fabric_, &eq_attr, &core_eq_, nullptr);
 		if (ret)
 			return ret;
-	} else if (fi_control(&core_eq_->fid, FI_GETWAIT, &core_eq_fd_)) {
+	} else if (ret) {
+		return ret;
+	} else if (want_fd && fi_control(&core_eq_->fid, FI_GETWAIT, &core_eq_fd_)) {
 		core_eq_fd_ = -1;
 	}
 	fi_cq_attr cq_attr{};
 	cq_attr.size = kCoreCqSize;
 	cq_attr.format = FI_CQ_FORMAT_DATA;
-	cq_attr.wait_obj = FI_WAIT_FD;
+	cq_attr.wait_obj = want_fd ? FI_WAIT_FD : FI_WAIT_NONE;
 	ret = fi_cq_open(domain_->core(), &cq_attr, &core_cq_, nullptr);
-	if (ret) {
+	if (ret && want_fd) {
 		cq_attr.wait_obj = FI_WAIT_NONE;
 		ret = fi_cq_open(domain_->core(), &cq_attr, &core_cq_, nullptr);
 		if (ret)
 			return ret;
-	} else if (fi_control(&core_cq_->fid, FI_GETWAIT, &core_cq_fd_)) {
+	} else if (ret) {
+		return ret;
+	} else if (want_fd && fi_control(&core_cq_->fid, FI_GETWAIT, &core_cq_fd_)) {
 		core_cq_fd_ = -1;
 	}
 	return 0;

@@ -691,21 +691,24 @@ static double thread_cpu_seconds()
 
 TEST_F(RxmLoopback, BlockedReaderSleepsAndWakesForAMessage)
 {
+	Node w(info, FI_WAIT_UNSPEC);  // a CQ with a wait object sleeps on the cores' fds
+	fi_addr_t w_at_a = a->insert(w);
+	w.insert(*a);
 	uint64_t v = 9, got = 0;
 	int rctx, sctx;
-	ASSERT_EQ(0, fi_recv(b->ep, &got, sizeof(got), nullptr, FI_ADDR_UNSPEC, &rctx));
+	ASSERT_EQ(0, fi_recv(w.ep, &got, sizeof(got), nullptr, FI_ADDR_UNSPEC, &rctx));
 	double cpu = 0, wall = 0;
 	ssize_t result = 0;
 	fi_cq_tagged_entry e{};
 	std::thread reader([&] {
 		double cpu0 = thread_cpu_seconds();
 		auto t0 = std::chrono::steady_clock::now();
-		result = fi_cq_sread(b->cq, &e, 1, nullptr, 10000);
+		result = fi_cq_sread(w.cq, &e, 1, nullptr, 10000);
 		wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 		cpu = thread_cpu_seconds() - cpu0;
 	});
 	std::this_thread::sleep_for(std::chrono::seconds(1));
-	ASSERT_EQ(0, fi_send(a->ep, &v, sizeof(v), nullptr, b_at_a, &sctx));
+	ASSERT_EQ(0, fi_send(a->ep, &v, sizeof(v), nullptr, w_at_a, &sctx));
 	fi_cq_tagged_entry se;
 	EXPECT_EQ(1, fi_cq_sread(a->cq, &se, 1, nullptr, 5000));  // also blocks, for the sender
 	reader.join();

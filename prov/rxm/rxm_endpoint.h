@@ -150,6 +150,7 @@ private:
 	void finish_op(TxOp *op);
 	void fail_op(TxOp *op, int err);
 	bool send_control(RxmConn *conn, WireOp op, uint64_t msg_id);
+	ssize_t rma_common(const struct fi_msg_rma *msg, uint64_t flags, bool is_write);
 	int translate_desc(const struct iovec *iov, void **app_desc, size_t count, uint64_t access,
 			   TxOp *op);
 

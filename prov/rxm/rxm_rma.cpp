@@ -8,13 +8,13 @@
 
 namespace rxm {
 
-
-
-ssize_t RxmEndpoint::writemsg(const struct fi_msg_rma *msg, uint64_t flags)
+// Reads and writes differ only in their kind, completion flag and the access the local
+// buffer needs; everything else (checks, connection, descriptors) is shared.
+ssize_t RxmEndpoint::rma_common(const struct fi_msg_rma *msg, uint64_t flags, bool is_write)
 {
 	if (!msg || msg->rma_iov_count != 1 || !msg->rma_iov)
 		return -FI_EINVAL;
-	if (flags & FI_REMOTE_CQ_DATA)
+	if (is_write && (flags & FI_REMOTE_CQ_DATA))
 		return -FI_EOPNOTSUPP;
 	if (!domain_->rma_capable())
 		return -FI_EOPNOTSUPP;
@@ -35,9 +35,10 @@ ssize_t RxmEndpoint::writemsg(const struct fi_msg_rma *msg, uint64_t flags)
 	TxOp *op = alloc_op(true);
 	if (!op)
 		return -FI_EAGAIN;
-	op->kind = TxKind::rma_write;
+	const uint64_t access = is_write ? FI_WRITE : FI_READ;
+	op->kind = is_write ? TxKind::rma_write : TxKind::rma_read;
 	op->context = msg->context;
-	op->cq_flags = FI_RMA | FI_WRITE;
+	op->cq_flags = FI_RMA | access;
 	op->report = wants_tx_completion(flags);
 	op->conn = conn;
 	op->total_len = total;
@@ -46,7 +47,7 @@ ssize_t RxmEndpoint::writemsg(const struct fi_msg_rma *msg, uint64_t flags)
 	for (size_t i = 0; i < msg->iov_count; i++)
 		op->iov[i] = msg->msg_iov[i];
 	op->iov_count = msg->iov_count;
-	int ret = translate_desc(msg->msg_iov, msg->desc, msg->iov_count, FI_WRITE, op);
+	int ret = translate_desc(msg->msg_iov, msg->desc, msg->iov_count, access, op);
 	if (ret) {
 		free_op(op);
 		return ret;
@@ -55,47 +56,14 @@ ssize_t RxmEndpoint::writemsg(const struct fi_msg_rma *msg, uint64_t flags)
 	return 0;
 }
 
+ssize_t RxmEndpoint::writemsg(const struct fi_msg_rma *msg, uint64_t flags)
+{
+	return rma_common(msg, flags, true);
+}
+
 ssize_t RxmEndpoint::readmsg(const struct fi_msg_rma *msg, uint64_t flags)
 {
-	if (!msg || msg->rma_iov_count != 1 || !msg->rma_iov)
-		return -FI_EINVAL;
-	if (!domain_->rma_capable())
-		return -FI_EOPNOTSUPP;
-	if (msg->iov_count > kRndvMaxSegments || (msg->iov_count && !msg->msg_iov))
-		return -FI_EINVAL;
-	uint64_t total = 0;
-	for (size_t i = 0; i < msg->iov_count; i++)
-		total += msg->msg_iov[i].iov_len;
-	if (total != msg->rma_iov[0].len)
-		return -FI_EINVAL;
-	std::lock_guard guard(lock_);
-	if (!enabled_)
-		return -FI_EOPBADSTATE;
-	int err = 0;
-	RxmConn *conn = conn_for_send(msg->addr, &err);
-	if (!conn)
-		return err;
-	TxOp *op = alloc_op(true);
-	if (!op)
-		return -FI_EAGAIN;
-	op->kind = TxKind::rma_read;
-	op->context = msg->context;
-	op->cq_flags = FI_RMA | FI_READ;
-	op->report = wants_tx_completion(flags);
-	op->conn = conn;
-	op->total_len = total;
-	op->rma_addr = msg->rma_iov[0].addr;
-	op->rma_key = msg->rma_iov[0].key;
-	for (size_t i = 0; i < msg->iov_count; i++)
-		op->iov[i] = msg->msg_iov[i];
-	op->iov_count = msg->iov_count;
-	int ret = translate_desc(msg->msg_iov, msg->desc, msg->iov_count, FI_READ, op);
-	if (ret) {
-		free_op(op);
-		return ret;
-	}
-	queue_op(conn, op);
-	return 0;
+	return rma_common(msg, flags, false);
 }
 
 ssize_t RxmEndpoint::write(const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t addr,

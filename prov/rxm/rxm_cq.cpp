@@ -30,17 +30,25 @@ int RxmCq::open(RxmDomain *domain, struct fi_cq_attr *attr, struct fid_cq **cq, 
 {
 	if (!attr || !cq)
 		return -FI_EINVAL;
-	enum fi_cq_format format = attr->format;
-	if (format == FI_CQ_FORMAT_UNSPEC)
-		format = FI_CQ_FORMAT_CONTEXT;
-	if (format > FI_CQ_FORMAT_TAGGED)
+	// The enums come from the application and may hold any value: read them as integers
+	// and range-check before treating them as enumerators.
+	static_assert(sizeof(fi_cq_format) == sizeof(unsigned) && sizeof(fi_wait_obj) == sizeof(unsigned) &&
+		      sizeof(fi_cq_wait_cond) == sizeof(unsigned));
+	unsigned raw_format, raw_wait_obj, raw_wait_cond;
+	std::memcpy(&raw_format, &attr->format, sizeof raw_format);
+	std::memcpy(&raw_wait_obj, &attr->wait_obj, sizeof raw_wait_obj);
+	std::memcpy(&raw_wait_cond, &attr->wait_cond, sizeof raw_wait_cond);
+	if (raw_format == FI_CQ_FORMAT_UNSPEC)
+		raw_format = FI_CQ_FORMAT_CONTEXT;
+	if (raw_format > FI_CQ_FORMAT_TAGGED)
 		return -FI_ENOSYS;
-	if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC &&
-	    attr->wait_obj != FI_WAIT_FD)
+	if (raw_wait_obj != FI_WAIT_NONE && raw_wait_obj != FI_WAIT_UNSPEC &&
+	    raw_wait_obj != FI_WAIT_FD)
 		return -FI_ENOSYS;
-	if (attr->wait_cond != FI_CQ_COND_NONE && attr->wait_cond != FI_CQ_COND_THRESHOLD)
+	if (raw_wait_cond != FI_CQ_COND_NONE && raw_wait_cond != FI_CQ_COND_THRESHOLD)
 		return -FI_EINVAL;
-	RxmCq *c = new (std::nothrow) RxmCq(domain, format, attr->wait_obj, context);
+	RxmCq *c = new (std::nothrow) RxmCq(domain, static_cast<fi_cq_format>(raw_format),
+					    static_cast<fi_wait_obj>(raw_wait_obj), context);
 	if (!c)
 		return -FI_ENOMEM;
 	if (!c->wait_ok()) {

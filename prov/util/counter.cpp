@@ -178,28 +178,8 @@ int Counter::wait(uint64_t threshold, int timeout)
 
 int Counter::control(int command, void *arg)
 {
-	switch (command) {
-	case FI_GETWAIT: {
-		if (!arg)
-			return -FI_EINVAL;
-		if (wait_obj_ != FI_WAIT_FD && wait_obj_ != FI_WAIT_UNSPEC)
-			return -FI_ENODATA;
-		LockGuard guard(lock_);
-		int fd = export_wait_fd();
-		if (fd < 0)
-			return fd;
-		*static_cast<int *>(arg) = fd;
-		return 0;
-	}
-	case FI_GETWAITOBJ:
-		if (!arg)
-			return -FI_EINVAL;
-		*static_cast<enum fi_wait_obj *>(arg) =
-			wait_obj_ == FI_WAIT_UNSPEC ? FI_WAIT_FD : wait_obj_;
-		return 0;
-	default:
-		return -FI_ENOSYS;
-	}
+	LockGuard guard(lock_);
+	return wait_control(command, arg, wait_obj_);
 }
 
 void Counter::run_progress()

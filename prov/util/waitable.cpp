@@ -46,6 +46,31 @@ int Waitable::export_wait_fd()
 	return epoll_fd_;
 }
 
+int Waitable::wait_control(int command, void *arg, enum fi_wait_obj wait_obj)
+{
+	switch (command) {
+	case FI_GETWAIT: {
+		if (!arg)
+			return -FI_EINVAL;
+		if (wait_obj != FI_WAIT_FD && wait_obj != FI_WAIT_UNSPEC)
+			return -FI_ENODATA;
+		int fd = export_wait_fd();
+		if (fd < 0)
+			return fd;
+		*static_cast<int *>(arg) = fd;
+		return 0;
+	}
+	case FI_GETWAITOBJ:
+		if (!arg)
+			return -FI_EINVAL;
+		*static_cast<enum fi_wait_obj *>(arg) =
+			wait_obj == FI_WAIT_UNSPEC ? FI_WAIT_FD : wait_obj;
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
 void Waitable::set_observed_by_wait_set(bool on)
 {
 	in_wait_set_ = on;

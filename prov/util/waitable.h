@@ -45,6 +45,11 @@ public:
 	// Interrupts a blocked reader (fi_cq_signal): it returns -FI_EAGAIN.
 	void interrupt();
 
+	// fi_control for an object waiting with 'wait_obj': FI_GETWAIT hands out the pollable
+	// fd, FI_GETWAITOBJ says its kind, anything else is -FI_ENOSYS. Callers hold whatever
+	// lock their has_events() needs.
+	int wait_control(int command, void *arg, enum fi_wait_obj wait_obj);
+
 protected:
 	// Derived classes call these with their own lock held.
 	// After adding an event: set the eventfd if someone can observe it.

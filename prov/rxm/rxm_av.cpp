@@ -27,6 +27,34 @@ std::string canonical_address(const void *addr, size_t len)
 	return name;
 }
 
+std::string describe_address(const std::string &name)
+{
+	char text[INET6_ADDRSTRLEN + 16] = "";
+	const auto *sa = reinterpret_cast<const sockaddr *>(name.data());
+	if (name.size() == sizeof(sockaddr_in) && sa->sa_family == AF_INET) {
+		sockaddr_in in;
+		memcpy(&in, name.data(), sizeof(in));
+		char ip[INET_ADDRSTRLEN] = "?";
+		inet_ntop(AF_INET, &in.sin_addr, ip, sizeof(ip));
+		snprintf(text, sizeof(text), "%s:%u", ip, ntohs(in.sin_port));
+		return text;
+	}
+	if (name.size() == sizeof(sockaddr_in6) && sa->sa_family == AF_INET6) {
+		sockaddr_in6 in6;
+		memcpy(&in6, name.data(), sizeof(in6));
+		char ip[INET6_ADDRSTRLEN] = "?";
+		inet_ntop(AF_INET6, &in6.sin6_addr, ip, sizeof(ip));
+		snprintf(text, sizeof(text), "[%s]:%u", ip, ntohs(in6.sin6_port));
+		return text;
+	}
+	std::string hex;
+	for (unsigned char c : name) {
+		snprintf(text, sizeof(text), "%02x", c);
+		hex += text;
+	}
+	return hex;
+}
+
 RxmAv::RxmAv(RxmDomain *domain, uint32_t addr_format, size_t default_len, void *context)
 	: FidObject(embedded_fid, FI_CLASS_AV, context), domain_(domain), addr_format_(addr_format),
 	  default_len_(default_len)

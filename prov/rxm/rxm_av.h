@@ -23,6 +23,8 @@ class RxmDomain;
 // An address as a lookup key: socket addresses with padding and flow labels zeroed, so the
 // same peer always yields the same key however the application filled those bytes.
 std::string canonical_address(const void *addr, size_t len);
+// A printable form of such a key for logs: "ip:port" for IPv4/IPv6, hex bytes otherwise.
+std::string describe_address(const std::string &name);
 
 class RxmAv : public util::FidStorage<fid_av>, public util::FidObject {
 public:

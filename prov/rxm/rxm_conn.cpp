@@ -14,6 +14,31 @@
 
 namespace rxm {
 
+static const char *action_name(ConnreqAction action)
+{
+	switch (action) {
+	case ConnreqAction::accept: return "accept";
+	case ConnreqAction::accept_self: return "accept (self)";
+	case ConnreqAction::accept_replacing: return "accept, replacing the old connection";
+	case ConnreqAction::accept_dropping_ours: return "accept, dropping our own attempt";
+	case ConnreqAction::reject_simultaneous: return "reject (simultaneous, ours wins)";
+	case ConnreqAction::reject_duplicate: return "reject (duplicate)";
+	}
+	return "?";
+}
+
+static const char *state_name(ConnState state)
+{
+	switch (state) {
+	case ConnState::connecting: return "connecting";
+	case ConnState::accepting: return "accepting";
+	case ConnState::connected: return "connected";
+	case ConnState::waiting_for_peer: return "waiting for peer";
+	case ConnState::closed: return "closed";
+	}
+	return "?";
+}
+
 size_t RxmEndpoint::own_cm_data(uint8_t *out, RejectReason reason) const
 {
 	CmData cm;
@@ -42,6 +67,8 @@ RxmConn *RxmEndpoint::conn_for_send(fi_addr_t dest, int *err)
 		return it->second;
 	RxmConn *conn = new_conn();
 	conn->peer_name = name;
+	RXM_INFO(FI_LOG_EP_CTRL, "conn %p: connecting to %s\n", static_cast<void *>(conn),
+		 describe_address(name).c_str());
 	int ret = start_connect(conn);
 	if (ret) {
 		RXM_WARN(FI_LOG_EP_CTRL, "connecting to a peer: %s\n", fi_strerror(-ret));
@@ -113,9 +140,86 @@ int RxmEndpoint::start_connect(RxmConn *conn)
 void RxmEndpoint::close_core(RxmConn *conn)
 {
 	if (conn->core_ep) {
-		fi_close(&conn->core_ep->fid);
-		conn->core_ep = nullptr;
+		retired_.push_back({conn, conn->core_ep});
+		conn->core_ep = nullptr; // its events and completions no longer reach this conn
 	}
+}
+
+void RxmEndpoint::close_retired()
+{
+	if (retired_.empty())
+		return;
+	// Whatever the core already completed for these endpoints is handled the normal way, so
+	// no buffer is both completed by the core and finished by finish_core_held.
+	for (int i = 0; i < 64 && drain_core_cq(); i++)
+		;
+	std::vector<RetiredCoreEp> batch;
+	batch.swap(retired_);
+	for (RetiredCoreEp &r : batch)
+		fi_close(&r.ep->fid);
+	set_aside_eq_events(batch);
+	for (RetiredCoreEp &r : batch) {
+		RxmConn *conn = r.conn;
+		if (conn->close_error) // failed (abandoned attempts held nothing)
+			finish_core_held(conn, conn->close_error);
+		// A connection never gets another core endpoint: its receive buffers can go.
+		if (conn->rx_mr)
+			fi_close(&conn->rx_mr->fid);
+		conn->rx_mr = nullptr;
+		conn->rx_posted = false;
+		std::vector<RxBuffer>().swap(conn->rx);
+		std::vector<uint8_t>().swap(conn->rx_slab);
+	}
+	post_pending_reads(); // reads of failed connections finish with their error
+}
+
+// Events the core queued for endpoints it has now closed are dropped: a later endpoint may
+// get the same fid address. The others are kept, in order, for drain_core_eq.
+void RxmEndpoint::set_aside_eq_events(const std::vector<RetiredCoreEp> &closed)
+{
+	alignas(fi_eq_cm_entry) uint8_t buf[sizeof(fi_eq_cm_entry) + 256];
+	for (;;) {
+		CoreEqEvent ev;
+		ssize_t n = fi_eq_read(core_eq_, &ev.event, buf, sizeof(buf), 0);
+		if (n == -FI_EAVAIL) {
+			if (fi_eq_readerr(core_eq_, &ev.err, 0) < 0)
+				break;
+			ev.error = true;
+			if (ev.err.err_data && ev.err.err_data_size) {
+				auto *data = static_cast<const uint8_t *>(ev.err.err_data);
+				ev.err_data.assign(data, data + ev.err.err_data_size);
+			}
+			ev.err.err_data = nullptr;
+		} else if (n >= static_cast<ssize_t>(sizeof(fi_eq_cm_entry))) {
+			ev.entry.assign(buf, buf + n);
+		} else {
+			break;
+		}
+		eq_backlog_.push_back(std::move(ev));
+	}
+	std::erase_if(eq_backlog_, [&](CoreEqEvent &ev) {
+		fid_t fid = ev.fid();
+		for (const RetiredCoreEp &r : closed) {
+			if (fid == &r.ep->fid) {
+				RXM_INFO(FI_LOG_EP_CTRL, "dropping %s of a closed core endpoint\n",
+					 ev.error ? "an error event" : "an event");
+				return true;
+			}
+		}
+		return false;
+	});
+}
+
+void RxmEndpoint::handle_core_eq_event(CoreEqEvent &ev)
+{
+	if (ev.error) {
+		ev.err.err_data = ev.err_data.empty() ? nullptr : ev.err_data.data();
+		ev.err.err_data_size = ev.err_data.size();
+		handle_eq_error(ev.err);
+		return;
+	}
+	handle_eq_event(ev.event, reinterpret_cast<fi_eq_cm_entry *>(ev.entry.data()),
+			ev.entry.size());
 }
 
 // Moves the queued sends of one connection attempt to the connection that replaces it.
@@ -152,6 +256,11 @@ void RxmEndpoint::handle_connreq(const struct fi_eq_cm_entry *entry, size_t data
 		state = PeerConnState::connected;
 	ConnreqAction action = decide_connreq(identity_, cm.identity, state,
 					      existing ? existing->peer_identity.endpoint_id : 0);
+	RXM_INFO(FI_LOG_EP_CTRL, "request from %s (id %016llx; ours: conn %p %s): %s\n",
+		 describe_address(name).c_str(),
+		 static_cast<unsigned long long>(cm.identity.endpoint_id),
+		 static_cast<void *>(existing), existing ? state_name(existing->state) : "none",
+		 action_name(action));
 	if (action == ConnreqAction::reject_simultaneous ||
 	    action == ConnreqAction::reject_duplicate) {
 		size_t len = own_cm_data(reply, action == ConnreqAction::reject_simultaneous
@@ -218,15 +327,15 @@ void RxmEndpoint::on_connected(RxmConn *conn)
 	post_pending_reads();
 }
 
-static RxmConn *conn_of(const std::vector<std::unique_ptr<RxmConn>> &conns, fid_t fid)
+// The connection whose current core endpoint is fid. The fid is not dereferenced: events of
+// retired endpoints find no connection and are ignored.
+RxmConn *RxmEndpoint::conn_of(fid_t fid) const
 {
 	if (!fid)
 		return nullptr;
-	auto *conn = static_cast<RxmConn *>(fid->context);
-	// Only trust the context after finding it among our live connections.
-	for (const auto &c : conns)
-		if (c.get() == conn)
-			return c->core_ep && &c->core_ep->fid == fid ? conn : nullptr;
+	for (const auto &c : conns_)
+		if (c->core_ep && &c->core_ep->fid == fid)
+			return c.get();
 	return nullptr;
 }
 
@@ -240,7 +349,7 @@ void RxmEndpoint::handle_eq_event(uint32_t event, const struct fi_eq_cm_entry *e
 		handle_connreq(entry, data_len);
 		break;
 	case FI_CONNECTED: {
-		RxmConn *conn = conn_of(conns_, entry->fid);
+		RxmConn *conn = conn_of(entry->fid);
 		if (!conn)
 			break;
 		CmData cm;
@@ -249,11 +358,15 @@ void RxmEndpoint::handle_eq_event(uint32_t event, const struct fi_eq_cm_entry *e
 			conn->peer_identity = cm.identity;
 			conn->peer_eager_size = cm.eager_size;
 		}
+		RXM_INFO(FI_LOG_EP_CTRL, "conn %p to %s: connected (was %s)\n",
+			 static_cast<void *>(conn), describe_address(conn->peer_name).c_str(),
+			 state_name(conn->state));
 		on_connected(conn);
 		break;
 	}
 	case FI_SHUTDOWN: {
-		RxmConn *conn = conn_of(conns_, entry->fid);
+		RxmConn *conn = conn_of(entry->fid);
+		RXM_INFO(FI_LOG_EP_CTRL, "conn %p: shutdown by the peer\n", static_cast<void *>(conn));
 		if (conn) {
 			// Messages the peer sent before closing may still sit in the core CQ.
 			drain_core_cq();
@@ -268,11 +381,15 @@ void RxmEndpoint::handle_eq_event(uint32_t event, const struct fi_eq_cm_entry *e
 
 void RxmEndpoint::handle_eq_error(const struct fi_eq_err_entry &err)
 {
-	RxmConn *conn = conn_of(conns_, err.fid);
+	RxmConn *conn = conn_of(err.fid);
 	if (!conn) {
-		RXM_WARN(FI_LOG_EP_CTRL, "core EQ error: %s\n", fi_strerror(err.err));
+		RXM_INFO(FI_LOG_EP_CTRL, "core EQ error of a closed attempt: %s\n",
+			 fi_strerror(err.err));
 		return;
 	}
+	RXM_INFO(FI_LOG_EP_CTRL, "conn %p to %s (%s): %s, %zu bytes of reject data\n",
+		 static_cast<void *>(conn), describe_address(conn->peer_name).c_str(),
+		 state_name(conn->state), fi_strerror(err.err), err.err_data_size);
 	CmData cm;
 	if (err.err == FI_ECONNREFUSED && err.err_data && err.err_data_size &&
 	    decode_cm_data({static_cast<const uint8_t *>(err.err_data), err.err_data_size}, &cm) == 0 &&
@@ -292,25 +409,11 @@ void RxmEndpoint::fail_conn(RxmConn *conn, int err)
 	if (conn->state == ConnState::closed)
 		return;
 	conn->state = ConnState::closed;
+	conn->close_error = err ? err : -FI_ECONNABORTED;
 	close_core(conn);
 	auto it = peers_.find(conn->peer_name);
 	if (it != peers_.end() && it->second == conn)
 		peers_.erase(it);
-	// The core reports nothing more for a closed endpoint: finish what it still held.
-	for (TxBuffer &buf : tx_buffers_)
-		if (buf.conn == conn)
-			on_tx_buffer_done(&buf, err);
-	for (TxOp &op : ops_)
-		if (op.in_use && op.conn == conn && op.outstanding &&
-		    (op.kind == TxKind::rma_read || op.kind == TxKind::rma_write ||
-		     (op.kind == TxKind::rndv && op.writing)))
-			on_rma_done(&op, err);
-	for (RecvOp &op : recvs_)
-		if (op.in_use && op.conn == conn && op.reads_outstanding) {
-			op.reads_outstanding = 0;
-			op.error = err;
-			pending_reads_.push_back(&op);
-		}
 	while (TxOp *op = conn->backlog.pop_front())
 		fail_op(op, err);
 	while (TxOp *op = conn->awaiting.pop_front())
@@ -330,7 +433,27 @@ void RxmEndpoint::fail_conn(RxmConn *conn, int err)
 		delete conn->sar_unexpected;
 		conn->sar_unexpected = nullptr;
 	}
-	post_pending_reads(); // reads of this connection finish with an error
+	// What the core holds (sends, RMA, rendezvous reads) is finished by close_retired once
+	// the core endpoint is closed and its completions drained.
+}
+
+// The core reports nothing more for a closed endpoint: finish what it still held.
+void RxmEndpoint::finish_core_held(RxmConn *conn, int err)
+{
+	for (TxBuffer &buf : tx_buffers_)
+		if (buf.conn == conn)
+			on_tx_buffer_done(&buf, err);
+	for (TxOp &op : ops_)
+		if (op.in_use && op.conn == conn && op.outstanding &&
+		    (op.kind == TxKind::rma_read || op.kind == TxKind::rma_write ||
+		     (op.kind == TxKind::rndv && op.writing)))
+			on_rma_done(&op, err);
+	for (RecvOp &op : recvs_)
+		if (op.in_use && op.conn == conn && op.reads_outstanding) {
+			op.reads_outstanding = 0;
+			op.error = err;
+			pending_reads_.push_back(&op);
+		}
 }
 
 } // namespace rxm

@@ -12,6 +12,8 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_endpoint.h>
 
+#include <rdma/fi_eq.h>
+
 #include <string>
 #include <vector>
 
@@ -57,6 +59,32 @@ public:
 	RecvOp *sar_target = nullptr;
 	Unexpected *sar_unexpected = nullptr;
 	uint64_t sar_placed = 0;
+
+	int close_error = 0; // why fail_conn closed it: what the core still held fails with this
+};
+
+// A core endpoint rxm no longer uses. It stays open until the end of the progress call that
+// retired it: closing it from inside an event handler would let the core reuse its memory
+// (and so its fid address) for the next endpoint while events and completions of the old one
+// still wait in the core EQ and CQ, and those would then be taken for the new one's.
+struct RetiredCoreEp {
+	RxmConn *conn;
+	struct fid_ep *ep;
+};
+
+// A core EQ event read early (while retiring endpoints) and kept, in order, until progress
+// handles it.
+struct CoreEqEvent {
+	bool error = false;
+	uint32_t event = 0;
+	std::vector<uint8_t> entry;    // fi_eq_read's bytes: fi_eq_cm_entry and CM data
+	fi_eq_err_entry err{};         // err.err_data points into err_data
+	std::vector<uint8_t> err_data;
+
+	fid_t fid() const
+	{
+		return error ? err.fid : reinterpret_cast<const fi_eq_cm_entry *>(entry.data())->fid;
+	}
 };
 
 } // namespace rxm

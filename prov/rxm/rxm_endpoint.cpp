@@ -377,6 +377,13 @@ void RxmEndpoint::shutdown_all()
 	unregister_wait_sources();
 	for (auto &conn : conns_)
 		close_core(conn.get());
+	for (RetiredCoreEp &r : retired_)
+		fi_close(&r.ep->fid);
+	retired_.clear();
+	for (CoreEqEvent &ev : eq_backlog_)
+		if (!ev.error && ev.event == FI_CONNREQ)
+			fi_freeinfo(reinterpret_cast<fi_eq_cm_entry *>(ev.entry.data())->info);
+	eq_backlog_.clear();
 	if (pep_)
 		fi_close(&pep_->fid);
 	pep_ = nullptr;
@@ -538,17 +545,20 @@ void RxmEndpoint::progress()
 	for (auto &[name, conn] : peers_)
 		if (!conn->backlog.empty())
 			pump(conn);
+	close_retired();
 }
 
-void RxmEndpoint::drain_core_cq()
+size_t RxmEndpoint::drain_core_cq()
 {
 	fi_cq_data_entry comps[16];
+	size_t handled = 0;
 	for (int round = 0; round < 8; round++) {
 		ssize_t n = fi_cq_read(core_cq_, comps, 16);
 		if (n == -FI_EAVAIL) {
 			fi_cq_err_entry err{};
 			if (fi_cq_readerr(core_cq_, &err, 0) != 1)
 				break;
+			handled++;
 			auto *ctx = static_cast<CoreContext *>(err.op_context);
 			int code = err.err ? -err.err : -FI_EIO;
 			if (!ctx)
@@ -572,6 +582,7 @@ void RxmEndpoint::drain_core_cq()
 		}
 		if (n <= 0)
 			break;
+		handled += static_cast<size_t>(n);
 		for (ssize_t i = 0; i < n; i++) {
 			auto *ctx = static_cast<CoreContext *>(comps[i].op_context);
 			if (!ctx)
@@ -594,12 +605,19 @@ void RxmEndpoint::drain_core_cq()
 		if (n < 16)
 			break;
 	}
+	return handled;
 }
 
 void RxmEndpoint::drain_core_eq()
 {
 	alignas(fi_eq_cm_entry) uint8_t buf[sizeof(fi_eq_cm_entry) + 256];
 	for (int i = 0; i < 16; i++) {
+		if (!eq_backlog_.empty()) {
+			CoreEqEvent ev = std::move(eq_backlog_.front());
+			eq_backlog_.pop_front();
+			handle_core_eq_event(ev);
+			continue;
+		}
 		uint32_t event = 0;
 		ssize_t n = fi_eq_read(core_eq_, &event, buf, sizeof(buf), 0);
 		if (n == -FI_EAVAIL) {

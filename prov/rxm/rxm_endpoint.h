@@ -122,8 +122,9 @@ private:
 	RxmEndpoint(RxmDomain *domain, struct fi_info *info, void *context);
 	int enable();
 	void shutdown_all();
-	void drain_core_cq();
+	size_t drain_core_cq(); // returns how many completions it handled
 	void drain_core_eq();
+	void handle_core_eq_event(CoreEqEvent &ev);
 	int open_core_queues();
 	// Adds/removes the core wait fds to/from the bound CQs' and counters' epoll sets.
 	void register_wait_sources();
@@ -204,7 +205,11 @@ private:
 	void handle_connreq(const struct fi_eq_cm_entry *entry, size_t data_len);
 	void on_connected(RxmConn *conn);
 	void fail_conn(RxmConn *conn, int err);
-	void close_core(RxmConn *conn);
+	void close_core(RxmConn *conn);  // retires the core endpoint (closed by close_retired)
+	void close_retired();
+	void finish_core_held(RxmConn *conn, int err);
+	void set_aside_eq_events(const std::vector<RetiredCoreEp> &closed);
+	RxmConn *conn_of(fid_t fid) const;
 	size_t own_cm_data(uint8_t *out, RejectReason reason) const;
 
 	RxmDomain *domain_;
@@ -253,6 +258,8 @@ private:
 	Matcher matcher_;
 	std::unordered_map<std::string, RxmConn *> peers_;
 	std::vector<std::unique_ptr<RxmConn>> conns_; // all connections, freed at close
+	std::vector<RetiredCoreEp> retired_;
+	std::deque<CoreEqEvent> eq_backlog_; // read from the core EQ, handled before what follows
 	std::deque<RecvOp *> pending_reads_;
 	std::deque<TxOp *> pending_writes_;
 	// FI_PROGRESS_AUTO data progress: a thread runs progress() while the endpoint is enabled.

@@ -373,7 +373,11 @@ void RxmEndpoint::repost(RxBuffer *buf)
 void RxmEndpoint::on_rx_buffer(RxBuffer *buf, size_t len)
 {
 	RxmConn *conn = buf->conn;
-	// A closed connection's last messages are still delivered; its buffers are not reposted.
+	// Messages of a failed connection are dropped: its operations already ended in error,
+	// and it has no core endpoint left to answer on. (An orderly FI_SHUTDOWN drains the core
+	// CQ before failing the connection, so what the peer sent before closing is delivered.)
+	if (conn->state == ConnState::closed)
+		return;
 	WireHeader hdr;
 	std::span<const uint8_t> message(buf->data, len);
 	if (decode_message(message, &hdr)) {

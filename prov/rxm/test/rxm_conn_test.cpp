@@ -1,0 +1,209 @@
+// Connection management of ofi_rxm over tcp on loopback, with each endpoint driven by its own
+// thread the way two MPI ranks drive theirs: simultaneous first sends, connection timeouts.
+// Only the public fi_* API is used.
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+
+#include "config.h"
+#include "src/registry.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace {
+
+#ifdef HAVE_TCP
+fi_provider *(*volatile link_tcp_conn)() = ofi_tcp_provider_init;
+fi_provider *(*volatile link_rxm_conn)() = ofi_rxm_provider_init;
+#endif
+
+fi_info *rdm_info()
+{
+	fi_info *hints = fi_allocinfo();
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_MSG | FI_TAGGED;
+	hints->fabric_attr->prov_name = strdup("tcp;ofi_rxm");
+	hints->addr_format = FI_SOCKADDR_IN;
+	fi_info *info = nullptr;
+	int ret = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", nullptr, FI_SOURCE, hints, &info);
+	fi_freeinfo(hints);
+	return ret ? nullptr : info;
+}
+
+// One RDM endpoint with its own fabric, domain, AV and CQ: nothing is shared between two
+// Peers, so two threads may drive two Peers without locking.
+struct Peer {
+	explicit Peer(fi_info *info)
+	{
+		EXPECT_EQ(0, fi_fabric(info->fabric_attr, &fabric, nullptr));
+		EXPECT_EQ(0, fi_domain(fabric, info, &domain, nullptr));
+		fi_av_attr av_attr{};
+		av_attr.type = FI_AV_TABLE;
+		EXPECT_EQ(0, fi_av_open(domain, &av_attr, &av, nullptr));
+		fi_cq_attr cq_attr{};
+		cq_attr.format = FI_CQ_FORMAT_TAGGED;
+		EXPECT_EQ(0, fi_cq_open(domain, &cq_attr, &cq, nullptr));
+		EXPECT_EQ(0, fi_endpoint(domain, info, &ep, nullptr));
+		EXPECT_EQ(0, fi_ep_bind(ep, &av->fid, 0));
+		EXPECT_EQ(0, fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
+		EXPECT_EQ(0, fi_enable(ep));
+		name_len = sizeof(name);
+		EXPECT_EQ(0, fi_getname(&ep->fid, name, &name_len));
+	}
+	~Peer()
+	{
+		EXPECT_EQ(0, fi_close(&ep->fid));
+		EXPECT_EQ(0, fi_close(&cq->fid));
+		EXPECT_EQ(0, fi_close(&av->fid));
+		EXPECT_EQ(0, fi_close(&domain->fid));
+		EXPECT_EQ(0, fi_close(&fabric->fid));
+	}
+	fi_addr_t insert(const void *addr)
+	{
+		fi_addr_t out = FI_ADDR_NOTAVAIL;
+		EXPECT_EQ(1, fi_av_insert(av, addr, 1, &out, 0, nullptr));
+		return out;
+	}
+
+	fid_fabric *fabric = nullptr;
+	fid_domain *domain = nullptr;
+	fid_av *av = nullptr;
+	fid_cq *cq = nullptr;
+	fid_ep *ep = nullptr;
+	uint8_t name[64];
+	size_t name_len = 0;
+};
+
+constexpr int kMessages = 4;
+
+// What one side of an exchange saw.
+struct RankResult {
+	int sends_ok = 0;
+	int recvs_ok = 0;
+	int errors = 0;
+	bool in_order = true;
+	bool timed_out = false;
+};
+
+// Posts kMessages receives, waits until the other rank is ready too, optionally sleeps,
+// sends kMessages numbered values to 'peer' and reads its CQ until all 2 * kMessages
+// operations completed (or 10 s passed).
+void run_rank(Peer &me, fi_addr_t peer, uint32_t base, int delay_us, std::atomic<int> &ready,
+	      RankResult &res)
+{
+	uint32_t in[kMessages] = {}, out[kMessages];
+	int rctx[kMessages], sctx[kMessages];
+	for (int i = 0; i < kMessages; i++)
+		if (fi_recv(me.ep, &in[i], sizeof(in[i]), nullptr, FI_ADDR_UNSPEC, &rctx[i]))
+			res.errors++;
+	ready.fetch_add(1);
+	while (ready.load() < 2)
+		std::this_thread::yield();
+	if (delay_us)
+		std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+	for (int i = 0; i < kMessages; i++) {
+		out[i] = base + static_cast<uint32_t>(i);
+		ssize_t ret;
+		while ((ret = fi_send(me.ep, &out[i], sizeof(out[i]), nullptr, peer, &sctx[i])) ==
+		       -FI_EAGAIN) {
+			fi_cq_tagged_entry e;
+			fi_cq_read(me.cq, &e, 0);
+		}
+		if (ret)
+			res.errors++;
+	}
+	auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+	int next_recv = 0;
+	while (res.sends_ok + res.recvs_ok + res.errors < 2 * kMessages) {
+		if (std::chrono::steady_clock::now() > deadline) {
+			res.timed_out = true;
+			return;
+		}
+		fi_cq_tagged_entry e[8];
+		ssize_t n = fi_cq_read(me.cq, e, 8);
+		if (n == -FI_EAVAIL) {
+			fi_cq_err_entry err{};
+			if (fi_cq_readerr(me.cq, &err, 0) == 1)
+				res.errors++;
+			continue;
+		}
+		for (ssize_t i = 0; i < n; i++) {
+			if (e[i].flags & FI_RECV) {
+				// One peer, receives posted in order: values arrive in send order.
+				if (e[i].op_context != &rctx[next_recv] ||
+				    in[next_recv] != (base ^ 1u) + static_cast<uint32_t>(next_recv))
+					res.in_order = false;
+				next_recv++;
+				res.recvs_ok++;
+			} else {
+				res.sends_ok++;
+			}
+		}
+	}
+}
+
+class RxmConnect : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		info = rdm_info();
+#ifdef HAVE_TCP
+		ASSERT_NE(nullptr, info) << "no tcp;ofi_rxm";
+#else
+		if (!info)
+			GTEST_SKIP() << "built without the tcp provider";
+#endif
+	}
+	void TearDown() override { fi_freeinfo(info); }
+
+	fi_info *info = nullptr;
+};
+
+// Two endpoints send to each other first, at the same moment, each from its own thread (both
+// connection requests cross). Fresh endpoints every iteration give new random identities, so
+// either side wins the tie-break, and staggered starts vary the order in which requests,
+// rejections and accepts reach each side. Every message must arrive, once, in order, and no
+// send may fail.
+TEST_F(RxmConnect, SimultaneousFirstSendsFromTwoThreadsAllArrive)
+{
+	constexpr int kIterations = 80;
+	const int delays_us[][2] = {{0, 0}, {0, 50}, {50, 0}, {0, 300}, {300, 0}, {0, 2000}};
+	for (int iter = 0; iter < kIterations; iter++) {
+		SCOPED_TRACE(iter);
+		auto a = std::make_unique<Peer>(info);
+		auto b = std::make_unique<Peer>(info);
+		fi_addr_t b_at_a = a->insert(b->name);
+		fi_addr_t a_at_b = b->insert(a->name);
+		const int *delay = delays_us[iter % (sizeof(delays_us) / sizeof(delays_us[0]))];
+		std::atomic<int> ready{0};
+		RankResult ra, rb;
+		// Bases differ in bit 0 so each side knows what the other sends (base ^ 1).
+		uint32_t base_a = 1000u * static_cast<uint32_t>(iter) + 100;
+		std::thread ta(run_rank, std::ref(*a), b_at_a, base_a, delay[0], std::ref(ready),
+			       std::ref(ra));
+		std::thread tb(run_rank, std::ref(*b), a_at_b, base_a ^ 1u, delay[1], std::ref(ready),
+			       std::ref(rb));
+		ta.join();
+		tb.join();
+		for (const RankResult *r : {&ra, &rb}) {
+			EXPECT_FALSE(r->timed_out);
+			EXPECT_EQ(0, r->errors);
+			EXPECT_EQ(kMessages, r->sends_ok);
+			EXPECT_EQ(kMessages, r->recvs_ok);
+			EXPECT_TRUE(r->in_order);
+		}
+		if (HasFailure())
+			break;
+	}
+}
+
+} // namespace

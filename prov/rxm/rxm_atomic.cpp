@@ -6,6 +6,7 @@
 #include "prov/rxm/rxm_cq.h"
 #include "prov/rxm/rxm_domain.h"
 #include "prov/rxm/rxm_endpoint.h"
+#include "prov/rxm/rxm_flags.h"
 #include "prov/rxm/rxm_provider.h"
 
 #include <rdma/fi_errno.h>
@@ -184,6 +185,8 @@ void RxmEndpoint::handle_atomic_response(RxmConn *conn, const WireHeader &hdr,
 
 ssize_t RxmEndpoint::atomicmsg(const struct fi_msg_atomic *msg, uint64_t flags)
 {
+	if (!flags_allowed(flags, kAtomicMsgFlags))
+		return -FI_EBADFLAGS;
 	return atomic_common(msg, nullptr, nullptr, flags, static_cast<int>(AtomicKind::write));
 }
 
@@ -194,7 +197,8 @@ ssize_t RxmEndpoint::atomic(const void *buf, size_t count, void *desc, fi_addr_t
 	fi_ioc ioc{const_cast<void *>(buf), count};
 	fi_rma_ioc rma{addr, count, key};
 	fi_msg_atomic msg{&ioc, &desc, 1, dest, &rma, 1, datatype, op, context, 0};
-	return atomicmsg(&msg, tx_op_flags_);
+	return atomic_common(&msg, nullptr, nullptr, tx_op_flags_,
+			     static_cast<int>(AtomicKind::write));
 }
 
 ssize_t RxmEndpoint::inject_atomic(const void *buf, size_t count, fi_addr_t dest, uint64_t addr,
@@ -210,20 +214,22 @@ ssize_t RxmEndpoint::inject_atomic(const void *buf, size_t count, fi_addr_t dest
 ssize_t RxmEndpoint::fetch_atomicmsg(const struct fi_msg_atomic *msg, struct fi_ioc *resultv,
 				     void **, size_t result_count, uint64_t flags)
 {
+	if (!flags_allowed(flags, kAtomicMsgFlags))
+		return -FI_EBADFLAGS;
 	if (result_count != 1)
 		return -FI_EINVAL;
 	return atomic_common(msg, nullptr, resultv, flags, static_cast<int>(AtomicKind::fetch));
 }
 
 ssize_t RxmEndpoint::fetch_atomic(const void *buf, size_t count, void *desc, void *result,
-				  void *result_desc, fi_addr_t dest, uint64_t addr, uint64_t key,
+				  void *, fi_addr_t dest, uint64_t addr, uint64_t key,
 				  enum fi_datatype datatype, enum fi_op op, void *context)
 {
 	fi_ioc ioc{const_cast<void *>(buf), count};
 	fi_ioc res{result, count};
 	fi_rma_ioc rma{addr, count, key};
 	fi_msg_atomic msg{&ioc, &desc, 1, dest, &rma, 1, datatype, op, context, 0};
-	return fetch_atomicmsg(&msg, &res, &result_desc, 1, tx_op_flags_);
+	return atomic_common(&msg, nullptr, &res, tx_op_flags_, static_cast<int>(AtomicKind::fetch));
 }
 
 ssize_t RxmEndpoint::compare_atomicmsg(const struct fi_msg_atomic *msg,
@@ -231,13 +237,15 @@ ssize_t RxmEndpoint::compare_atomicmsg(const struct fi_msg_atomic *msg,
 				       struct fi_ioc *resultv, void **, size_t result_count,
 				       uint64_t flags)
 {
+	if (!flags_allowed(flags, kAtomicMsgFlags))
+		return -FI_EBADFLAGS;
 	if (compare_count != 1 || result_count != 1)
 		return -FI_EINVAL;
 	return atomic_common(msg, comparev, resultv, flags, static_cast<int>(AtomicKind::compare));
 }
 
 ssize_t RxmEndpoint::compare_atomic(const void *buf, size_t count, void *desc, const void *compare,
-				    void *compare_desc, void *result, void *result_desc,
+				    void *, void *result, void *,
 				    fi_addr_t dest, uint64_t addr, uint64_t key,
 				    enum fi_datatype datatype, enum fi_op op, void *context)
 {
@@ -246,7 +254,7 @@ ssize_t RxmEndpoint::compare_atomic(const void *buf, size_t count, void *desc, c
 	fi_ioc res{result, count};
 	fi_rma_ioc rma{addr, count, key};
 	fi_msg_atomic msg{&ioc, &desc, 1, dest, &rma, 1, datatype, op, context, 0};
-	return compare_atomicmsg(&msg, &cmp, &compare_desc, 1, &res, &result_desc, 1, tx_op_flags_);
+	return atomic_common(&msg, &cmp, &res, tx_op_flags_, static_cast<int>(AtomicKind::compare));
 }
 
 static int valid(enum fi_datatype datatype, enum fi_op op, size_t *count, AtomicKind kind)

@@ -5,6 +5,7 @@
 #include "prov/rxm/rxm_cq.h"
 #include "prov/rxm/rxm_domain.h"
 #include "prov/rxm/rxm_endpoint.h"
+#include "prov/rxm/rxm_flags.h"
 #include "prov/rxm/rxm_provider.h"
 
 #include <rdma/fi_errno.h>
@@ -692,6 +693,8 @@ ssize_t RxmEndpoint::recvmsg(const struct fi_msg *msg, uint64_t flags)
 {
 	if (!msg)
 		return -FI_EINVAL;
+	if (!flags_allowed(flags, kRecvMsgFlags))
+		return -FI_EBADFLAGS;
 	return recv_common(msg->msg_iov, msg->desc, msg->iov_count, msg->addr, 0, 0, msg->context,
 			   flags, false);
 }
@@ -713,6 +716,8 @@ ssize_t RxmEndpoint::trecvmsg(const struct fi_msg_tagged *msg, uint64_t flags)
 {
 	if (!msg)
 		return -FI_EINVAL;
+	if (!flags_allowed(flags, kTaggedRecvMsgFlags))
+		return -FI_EBADFLAGS;
 	if (flags & FI_PEEK)
 		return peek(msg, flags);
 	return recv_common(msg->msg_iov, msg->desc, msg->iov_count, msg->addr, msg->tag,

@@ -3,6 +3,7 @@
 #include "prov/rxm/rxm_cq.h"
 #include "prov/rxm/rxm_domain.h"
 #include "prov/rxm/rxm_endpoint.h"
+#include "prov/rxm/rxm_flags.h"
 
 #include <rdma/fi_errno.h>
 
@@ -58,11 +59,15 @@ ssize_t RxmEndpoint::rma_common(const struct fi_msg_rma *msg, uint64_t flags, bo
 
 ssize_t RxmEndpoint::writemsg(const struct fi_msg_rma *msg, uint64_t flags)
 {
+	if (!flags_allowed(flags, kRmaMsgFlags))
+		return -FI_EBADFLAGS;
 	return rma_common(msg, flags, true);
 }
 
 ssize_t RxmEndpoint::readmsg(const struct fi_msg_rma *msg, uint64_t flags)
 {
+	if (!flags_allowed(flags, kRmaMsgFlags))
+		return -FI_EBADFLAGS;
 	return rma_common(msg, flags, false);
 }
 
@@ -81,7 +86,7 @@ ssize_t RxmEndpoint::writev(const struct iovec *iov, void **desc, size_t count, 
 		total += iov[i].iov_len;
 	fi_rma_iov rma{addr, total, key};
 	fi_msg_rma msg{iov, desc, count, dest, &rma, 1, context, 0};
-	return writemsg(&msg, tx_op_flags_);
+	return rma_common(&msg, tx_op_flags_, true);
 }
 
 ssize_t RxmEndpoint::read(void *buf, size_t len, void *desc, fi_addr_t src, uint64_t addr,
@@ -99,7 +104,7 @@ ssize_t RxmEndpoint::readv(const struct iovec *iov, void **desc, size_t count, f
 		total += iov[i].iov_len;
 	fi_rma_iov rma{addr, total, key};
 	fi_msg_rma msg{iov, desc, count, src, &rma, 1, context, 0};
-	return readmsg(&msg, tx_op_flags_);
+	return rma_common(&msg, tx_op_flags_, false);
 }
 
 } // namespace rxm

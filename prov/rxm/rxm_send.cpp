@@ -5,6 +5,7 @@
 #include "prov/rxm/rxm_cq.h"
 #include "prov/rxm/rxm_domain.h"
 #include "prov/rxm/rxm_endpoint.h"
+#include "prov/rxm/rxm_flags.h"
 #include "prov/rxm/rxm_provider.h"
 
 #include <rdma/fi_errno.h>
@@ -436,6 +437,8 @@ ssize_t RxmEndpoint::sendmsg(const struct fi_msg *msg, uint64_t flags)
 {
 	if (!msg)
 		return -FI_EINVAL;
+	if (!flags_allowed(flags, kSendMsgFlags))
+		return -FI_EBADFLAGS;
 	return send_common(msg->msg_iov, msg->desc, msg->iov_count, msg->addr, msg->context,
 			   msg->data, 0, flags & ~kNoCompletionFlag, false);
 }
@@ -479,6 +482,8 @@ ssize_t RxmEndpoint::tsendmsg(const struct fi_msg_tagged *msg, uint64_t flags)
 {
 	if (!msg)
 		return -FI_EINVAL;
+	if (!flags_allowed(flags, kTaggedSendMsgFlags))
+		return -FI_EBADFLAGS;
 	return send_common(msg->msg_iov, msg->desc, msg->iov_count, msg->addr, msg->context,
 			   msg->data, msg->tag, flags & ~kNoCompletionFlag, true);
 }

@@ -863,4 +863,26 @@ TEST_F(RxmLoopback, BadArgumentsAreRefused)
 	EXPECT_EQ(-FI_EINVAL, fi_recvv(a->ep, iov, nullptr, 5, FI_ADDR_UNSPEC, nullptr));
 }
 
+TEST_F(RxmLoopback, AtomicMsgFormsRefuseUnknownFlags)
+{
+	// Bit 15 is defined by no 1.17 header; the documented flags still pass the check.
+	constexpr uint64_t kUnknown = 1ULL << 15;
+	uint64_t v = 1, result = 0, cmp = 0;
+	fi_ioc ioc{&v, 1}, res{&result, 1}, cmpv{&cmp, 1};
+	fi_rma_ioc rma{0, 1, 1};
+	fi_msg_atomic msg{&ioc, nullptr, 1, b_at_a, &rma, 1, FI_UINT64, FI_SUM, nullptr, 0};
+	EXPECT_EQ(-FI_EBADFLAGS, fi_atomicmsg(a->ep, &msg, kUnknown));
+	EXPECT_EQ(-FI_EBADFLAGS, fi_fetch_atomicmsg(a->ep, &msg, &res, nullptr, 1, kUnknown));
+	msg.op = FI_CSWAP;
+	EXPECT_EQ(-FI_EBADFLAGS, fi_compare_atomicmsg(a->ep, &msg, &cmpv, nullptr, 1, &res,
+						      nullptr, 1, kUnknown));
+	// A documented flag is accepted: the call goes through to the (absent) key and fails
+	// at the target, not at the flag check.
+	msg.op = FI_SUM;
+	int ctx;
+	msg.context = &ctx;
+	ASSERT_EQ(0, fi_atomicmsg(a->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE));
+	EXPECT_TRUE(wait_for(*a, &ctx).error);
+}
+
 } // namespace

@@ -1,4 +1,4 @@
-/* fi_bw: one-way send bandwidth with a window of operations in flight. */
+/* fi_bw: one-way send bandwidth, a window of operations in flight (-v checks each message). */
 #include "../common/shared.h"
 
 static int run(void)
@@ -12,5 +12,7 @@ int main(int argc, char **argv)
 	if (ret)
 		return ret > 0 ? 0 : ft_exit_code(ret);
 	ft.hints->caps = FI_MSG;
+	if (ft.opts.verify)
+		ft.opts.buf_slots = FT_WINDOW;
 	return ft_run(run);
 }

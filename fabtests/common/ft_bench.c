@@ -28,6 +28,17 @@ int ft_pingpong(size_t size)
 	return 0;
 }
 
+/* With -v, receives rx_done-count .. rx_done-1 (each in its own slot) carry patterns of
+ * the same numbers; checked before their slots are reused. */
+static int check_window(size_t size, int count)
+{
+	if (!ft.opts.verify)
+		return 0;
+	for (uint64_t n = ft.rx_done - (uint64_t)count; n < ft.rx_done; n++)
+		FT_CHECK(ft_check_buf(ft_rx_slot(n), size, (unsigned)n));
+	return 0;
+}
+
 /*
  * The client keeps a window of sends in flight; the server keeps the same number of
  * receives posted and answers each window with one small acknowledgement, so the client
@@ -41,6 +52,7 @@ static int bandwidth_window(size_t size, int count)
 		for (int i = 1; i < count; i++)
 			FT_CHECK(ft_post_recv(ft.xfer_max, 0));
 		FT_CHECK(ft_get_rx_comp(target));
+		FT_CHECK(check_window(size, count));
 		FT_CHECK(ft_post_recv(ft.xfer_max, 0));
 		return ft_tx(1);
 	}
@@ -50,19 +62,31 @@ static int bandwidth_window(size_t size, int count)
 	return ft_rx(1);
 }
 
-int ft_bandwidth(size_t size)
+/*
+ * Runs warm-up + iterations operations in windows of at most ft_window(); a window
+ * never spans the end of the warm-up, so the clock starts exactly after the last warm-up
+ * operation and the measured count is exactly -I.
+ */
+int ft_windowed(size_t size, int (*window)(size_t size, int count), const char *name)
 {
-	uint64_t start = 0;
+	uint64_t start = ft_now_usec();
 	int total = ft.opts.warmup + ft.opts.iterations;
+	int max = ft_window();
 	for (int done = 0; done < total;) {
-		if (done >= ft.opts.warmup && start == 0)
+		if (done == ft.opts.warmup)
 			start = ft_now_usec();
-		int count = total - done < FT_WINDOW ? total - done : FT_WINDOW;
-		FT_CHECK(bandwidth_window(size, count));
+		int phase_end = done < ft.opts.warmup ? ft.opts.warmup : total;
+		int count = phase_end - done < max ? phase_end - done : max;
+		FT_CHECK(window(size, count));
 		done += count;
 	}
-	ft_show_perf("bw", size, ft.opts.iterations, ft_now_usec() - start, 1);
+	ft_show_perf(name, size, ft.opts.iterations, ft_now_usec() - start, 1);
 	return 0;
+}
+
+int ft_bandwidth(size_t size)
+{
+	return ft_windowed(size, bandwidth_window, "bw");
 }
 
 int ft_run_benchmark(int (*loop)(size_t size))
@@ -95,11 +119,17 @@ int ft_progress_until_match(const void *buf, size_t size, unsigned seed)
 
 int ft_progress_until_sync(void)
 {
+	FT_CHECK(ft_progress_until_oob_readable());
+	return ft_oob_sync();
+}
+
+int ft_progress_until_oob_readable(void)
+{
 	uint64_t deadline = ft_now_usec() + (uint64_t)ft.opts.timeout_sec * 1000000;
 	for (;;) {
 		struct pollfd pfd = { .fd = ft.oob_fd, .events = POLLIN };
 		if (poll(&pfd, 1, 0) > 0)
-			return ft_oob_sync();
+			return 0;
 		/* Reading the CQs drives the provider's progress engine (manual progress). */
 		struct fi_cq_tagged_entry entry;
 		if (ft.rx_cq && fi_cq_read(ft.rx_cq, &entry, 1) == 1)

@@ -137,8 +137,11 @@ int ft_get_tx_comp(uint64_t target)
 		return 0;
 	}
 	while (ft.tx_done < target) {
-		FT_CHECK(ft_wait_cq_entry(ft.tx_cq, NULL, NULL));
+		struct fi_cq_tagged_entry entry;
+		FT_CHECK(ft_wait_cq_entry(ft.tx_cq, &entry, NULL));
 		ft.tx_done++;
+		if (ft.on_tx_comp)
+			ft.on_tx_comp(entry.op_context);
 	}
 	return 0;
 }
@@ -163,9 +166,11 @@ int ft_progress(void)
 	struct fi_cq_tagged_entry entry;
 	if (ft.tx_cq) {
 		ssize_t ret = fi_cq_read(ft.tx_cq, &entry, 1);
-		if (ret == 1)
+		if (ret == 1) {
 			ft.tx_done++;
-		else if (ret == -FI_EAVAIL)
+			if (ft.on_tx_comp)
+				ft.on_tx_comp(entry.op_context);
+		} else if (ret == -FI_EAVAIL)
 			return report_cq_error(ft.tx_cq, NULL);
 	}
 	if (ft.tx_cntr)

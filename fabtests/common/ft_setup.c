@@ -8,6 +8,18 @@
 
 #define FT_NAME_MAX 256
 
+void ft_want_cq_data(void)
+{
+	ft.hints->domain_attr->cq_data_size = 4;
+	ft.hints->mode |= FI_RX_CQ_DATA;
+	ft.hints->rx_attr->mode |= FI_RX_CQ_DATA;
+}
+
+bool ft_rx_cq_data(void)
+{
+	return (ft.info->mode & FI_RX_CQ_DATA) || (ft.info->rx_attr->mode & FI_RX_CQ_DATA);
+}
+
 int ft_getinfo(void)
 {
 	const char *node = NULL, *service = NULL;
@@ -98,13 +110,21 @@ static int alloc_buffers(void)
 		}
 		ft.xfer_max = ft.opts.size;
 	}
-	size_t total = (2 * ft.xfer_max + 4095) & ~(size_t)4095;
+	/* Several slots only when asked (e.g. -v bandwidth: every message in flight needs its
+	 * own buffer to be checked), bounded so 1 MiB messages do not take 128 MiB. */
+	ft.slots = 1;
+	if (ft.opts.buf_slots > 1) {
+		size_t fit = FT_SLOTS_BYTES_MAX / ft.xfer_max;
+		ft.slots = ft.opts.buf_slots < fit ? ft.opts.buf_slots : fit ? fit : 1;
+	}
+	size_t side = ft.slots * ft.xfer_max;
+	size_t total = (2 * side + 4095) & ~(size_t)4095;
 	ft.buf = aligned_alloc(4096, total);
 	if (!ft.buf)
 		return -FI_ENOMEM;
 	memset(ft.buf, 0, total);
 	ft.rx_buf = ft.buf;
-	ft.tx_buf = ft.buf + ft.xfer_max;
+	ft.tx_buf = ft.buf + side;
 
 	bool rma = ft.info->caps & (FI_RMA | FI_ATOMIC);
 	if (!(ft.info->domain_attr->mr_mode & FI_MR_LOCAL) && !rma)
@@ -172,7 +192,7 @@ int ft_open_domain_res(void)
 	return bind_and_enable();
 }
 
-static int wait_cm_event(uint32_t expected)
+int ft_wait_cm_event(uint32_t expected)
 {
 	struct {
 		struct fi_eq_cm_entry entry;
@@ -219,7 +239,7 @@ static int wait_cm_event(uint32_t expected)
 	}
 }
 
-static int send_name(struct fid *fid)
+int ft_send_name(struct fid *fid)
 {
 	char name[FT_NAME_MAX] = { 0 };
 	size_t len = sizeof(name);
@@ -234,7 +254,7 @@ static int send_name(struct fid *fid)
 	return ft_oob_send(name, len);
 }
 
-static int recv_name(void **name, size_t *len, uint32_t *format)
+int ft_recv_name(void **name, size_t *len, uint32_t *format)
 {
 	uint32_t header[2];
 	FT_CHECK(ft_oob_recv(header, sizeof(header)));
@@ -277,24 +297,24 @@ static int server_setup(void)
 	}
 	FT_CHECK(ft_oob_agree(ret));
 	if (!msg || ft.opts.oob_addr_exchange)
-		FT_CHECK(send_name(msg ? &ft.pep->fid : &ft.ep->fid));
+		FT_CHECK(ft_send_name(msg ? &ft.pep->fid : &ft.ep->fid));
 	FT_CHECK(ft_oob_agree(0));
 
 	if (!msg) {
 		void *name;
 		size_t len;
 		uint32_t format;
-		FT_CHECK(recv_name(&name, &len, &format));
+		FT_CHECK(ft_recv_name(&name, &len, &format));
 		ret = insert_peer(name);
 		free(name);
 		return ret;
 	}
-	FT_CHECK(wait_cm_event(FI_CONNREQ));
+	FT_CHECK(ft_wait_cm_event(FI_CONNREQ));
 	ret = ft_open_domain_res();
 	if (!ret && (ret = fi_accept(ft.ep, ft.cm_send_data, ft.cm_send_len)))
 		FT_PRINTERR("fi_accept", ret);
 	if (!ret)
-		ret = wait_cm_event(FI_CONNECTED);
+		ret = ft_wait_cm_event(FI_CONNECTED);
 	return ret;
 }
 
@@ -307,7 +327,7 @@ static int client_setup(void)
 	FT_CHECK(ft_oob_agree(0));
 	int ret = 0;
 	if (!msg || ft.opts.oob_addr_exchange)
-		FT_CHECK(recv_name(&server_name, &len, &format));
+		FT_CHECK(ft_recv_name(&server_name, &len, &format));
 	if (ft.opts.oob_addr_exchange) {
 		ft.hints->addr_format = format;
 		ft.hints->dest_addr = server_name;
@@ -325,7 +345,7 @@ static int client_setup(void)
 		return ret;
 	}
 	if (!msg) {
-		ret = send_name(&ft.ep->fid);
+		ret = ft_send_name(&ft.ep->fid);
 		/* Without -E the provider resolved the server's node/service into dest_addr. */
 		const void *peer = ft.opts.oob_addr_exchange ? ft.hints->dest_addr :
 				   ft.info->dest_addr ? ft.info->dest_addr : server_name;
@@ -339,7 +359,7 @@ static int client_setup(void)
 		FT_PRINTERR("fi_connect", ret);
 		return ret;
 	}
-	return wait_cm_event(FI_CONNECTED);
+	return ft_wait_cm_event(FI_CONNECTED);
 }
 
 int ft_init_fabric(void)
@@ -356,7 +376,7 @@ int ft_exchange_rma_target(void)
 		.addr = (ft.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ?
 			(uint64_t)(uintptr_t)ft.rx_buf : (uint64_t)(ft.rx_buf - ft.buf),
 		.key = ft.mr ? fi_mr_key(ft.mr) : 0,
-		.len = ft.xfer_max,
+		.len = ft.xfer_max * ft.slots,
 	};
 	return ft_oob_exchange(&mine, &ft.remote, sizeof(mine));
 }
@@ -383,7 +403,7 @@ static void close_fid(struct fid *fid, const char *what)
 		(obj) = NULL;                               \
 	} while (0)
 
-void ft_close_all(void)
+void ft_close_fabric_res(void)
 {
 	/* Children before parents. */
 	FT_CLOSE(ft.ep);
@@ -401,6 +421,12 @@ void ft_close_all(void)
 	ft.buf = NULL;
 	fi_freeinfo(ft.info);
 	ft.info = NULL;
+	ft.tx_posted = ft.tx_done = ft.rx_posted = ft.rx_done = ft.tx_seq = 0;
+}
+
+void ft_close_all(void)
+{
+	ft_close_fabric_res();
 	fi_freeinfo(ft.hints);
 	ft.hints = NULL;
 	ft_oob_close();

@@ -54,38 +54,70 @@ static bool tagged(void)
 	return ft.hints->caps & FI_TAGGED;
 }
 
+char *ft_tx_slot(uint64_t n)
+{
+	return ft.tx_buf + (size_t)(n % ft.slots) * ft.xfer_max;
+}
+
+char *ft_rx_slot(uint64_t n)
+{
+	return ft.rx_buf + (size_t)(n % ft.slots) * ft.xfer_max;
+}
+
+int ft_window(void)
+{
+	if (!ft.opts.verify || ft.slots >= FT_WINDOW)
+		return FT_WINDOW;
+	return (int)ft.slots;
+}
+
+/* With -v, message n carries pattern n (ft_rx checks receive n against it). */
+static char *fill_next_send(size_t size)
+{
+	char *buf = ft_tx_slot(ft.tx_posted);
+	if (ft.opts.verify)
+		ft_fill_buf(buf, size, (unsigned)ft.tx_seq);
+	return buf;
+}
+
 int ft_post_send(size_t size, uint64_t tag)
 {
 	void *ctx = &ft.tx_ctx[ft.tx_posted % FT_WINDOW];
+	char *buf = fill_next_send(size);
 	if (tagged())
-		FT_RETRY_POST(fi_tsend(ft.ep, ft.tx_buf, size, ft.mr_desc, ft.remote_addr, tag, ctx),
+		FT_RETRY_POST(fi_tsend(ft.ep, buf, size, ft.mr_desc, ft.remote_addr, tag, ctx),
 			"fi_tsend");
 	else
-		FT_RETRY_POST(fi_send(ft.ep, ft.tx_buf, size, ft.mr_desc, ft.remote_addr, ctx),
+		FT_RETRY_POST(fi_send(ft.ep, buf, size, ft.mr_desc, ft.remote_addr, ctx),
 			"fi_send");
 	ft.tx_posted++;
+	ft.tx_seq++;
 	return 0;
 }
 
 int ft_post_recv(size_t size, uint64_t tag)
 {
 	void *ctx = &ft.rx_ctx[ft.rx_posted % FT_WINDOW];
+	char *buf = ft_rx_slot(ft.rx_posted);
 	if (tagged())
-		FT_RETRY_POST(fi_trecv(ft.ep, ft.rx_buf, size, ft.mr_desc, ft.remote_addr, tag, 0, ctx),
+		FT_RETRY_POST(fi_trecv(ft.ep, buf, size, ft.mr_desc, ft.remote_addr, tag, 0, ctx),
 			"fi_trecv");
 	else
-		FT_RETRY_POST(fi_recv(ft.ep, ft.rx_buf, size, ft.mr_desc, ft.remote_addr, ctx),
+		FT_RETRY_POST(fi_recv(ft.ep, buf, size, ft.mr_desc, ft.remote_addr, ctx),
 			"fi_recv");
 	ft.rx_posted++;
 	return 0;
 }
 
+/* Injects never complete, so they do not count in tx_posted; they still count in tx_seq. */
 int ft_post_inject(size_t size, uint64_t tag)
 {
+	char *buf = fill_next_send(size);
 	if (tagged())
-		FT_RETRY_POST(fi_tinject(ft.ep, ft.tx_buf, size, ft.remote_addr, tag), "fi_tinject");
+		FT_RETRY_POST(fi_tinject(ft.ep, buf, size, ft.remote_addr, tag), "fi_tinject");
 	else
-		FT_RETRY_POST(fi_inject(ft.ep, ft.tx_buf, size, ft.remote_addr), "fi_inject");
+		FT_RETRY_POST(fi_inject(ft.ep, buf, size, ft.remote_addr), "fi_inject");
+	ft.tx_seq++;
 	return 0;
 }
 
@@ -93,18 +125,19 @@ int ft_post_rma(enum ft_rma_op op, size_t size, uint64_t remote_offset)
 {
 	void *ctx = &ft.tx_ctx[ft.tx_posted % FT_WINDOW];
 	uint64_t addr = ft.remote.addr + remote_offset;
+	char *src = ft_tx_slot(ft.tx_posted);
 	switch (op) {
 	case FT_RMA_WRITE:
-		FT_RETRY_POST(fi_write(ft.ep, ft.tx_buf, size, ft.mr_desc, ft.remote_addr, addr,
+		FT_RETRY_POST(fi_write(ft.ep, src, size, ft.mr_desc, ft.remote_addr, addr,
 				 ft.remote.key, ctx), "fi_write");
 		break;
 	case FT_RMA_WRITEDATA:
-		FT_RETRY_POST(fi_writedata(ft.ep, ft.tx_buf, size, ft.mr_desc, size, ft.remote_addr,
+		FT_RETRY_POST(fi_writedata(ft.ep, src, size, ft.mr_desc, size, ft.remote_addr,
 				     addr, ft.remote.key, ctx), "fi_writedata");
 		break;
 	case FT_RMA_READ:
-		FT_RETRY_POST(fi_read(ft.ep, ft.rx_buf, size, ft.mr_desc, ft.remote_addr, addr,
-				ft.remote.key, ctx), "fi_read");
+		FT_RETRY_POST(fi_read(ft.ep, ft_rx_slot(ft.tx_posted), size, ft.mr_desc,
+				ft.remote_addr, addr, ft.remote.key, ctx), "fi_read");
 		break;
 	}
 	ft.tx_posted++;
@@ -113,8 +146,6 @@ int ft_post_rma(enum ft_rma_op op, size_t size, uint64_t remote_offset)
 
 int ft_tx(size_t size)
 {
-	if (ft.opts.verify)
-		ft_fill_buf(ft.tx_buf, size, (unsigned)ft.tx_posted);
 	FT_CHECK(ft_post_send(size, 0));
 	return ft_get_tx_comp(ft.tx_posted);
 }
@@ -124,6 +155,7 @@ int ft_rx(size_t size)
 {
 	FT_CHECK(ft_get_rx_comp(ft.rx_posted));
 	if (ft.opts.verify)
-		FT_CHECK(ft_check_buf(ft.rx_buf, size, (unsigned)(ft.rx_posted - 1)));
+		FT_CHECK(ft_check_buf(ft_rx_slot(ft.rx_posted - 1), size,
+				      (unsigned)(ft.rx_posted - 1)));
 	return ft_post_recv(ft.xfer_max, 0);
 }

@@ -38,6 +38,7 @@
 #define FT_MAX_ALL_SIZE (1 << 20)
 #define FT_WINDOW 64           /* operations a bandwidth test keeps in flight */
 #define FT_CM_DATA_MAX 256
+#define FT_SLOTS_BYTES_MAX (8 << 20) /* cap of slots * xfer_max per direction */
 
 enum ft_comp_method { FT_COMP_SPIN, FT_COMP_SREAD, FT_COMP_FD, FT_COMP_YIELD };
 enum ft_comp_type { FT_COMP_QUEUE, FT_COMP_COUNTER };
@@ -65,6 +66,7 @@ struct ft_opts {
 	enum ft_comp_type comp_type;
 	enum ft_comp_method comp_method;
 	int timeout_sec;           /* give up waiting for a completion after this long */
+	size_t buf_slots;          /* a test asks for this many transfer buffers per direction */
 };
 
 /* Where a peer's registered memory lives, exchanged over the OOB socket for RMA. */
@@ -90,12 +92,17 @@ struct ft_state {
 	void *mr_desc;
 	char *buf;
 	char *rx_buf, *tx_buf;
-	size_t xfer_max;           /* size of each of rx_buf and tx_buf */
+	size_t xfer_max;           /* size of one buffer slot */
+	size_t slots;              /* rx_buf and tx_buf each hold this many slots of xfer_max */
+	uint64_t tx_seq;           /* messages sent (send or inject): the -v seed of the next */
 	fi_addr_t remote_addr;
 	uint64_t tx_posted, tx_done;
 	uint64_t rx_posted, rx_done;
 	struct fi_context2 tx_ctx[FT_WINDOW];
 	struct fi_context2 rx_ctx[FT_WINDOW];
+	/* Called with the context of every send completion ft_comp.c consumes, for tests
+	 * that must know which operation completed (completions may come out of order). */
+	void (*on_tx_comp)(void *context);
 	struct ft_rma_target remote;
 	int oob_fd;
 	bool server;
@@ -168,6 +175,11 @@ int ft_oob_exchange(const void *mine, void *theirs, size_t len);
 bool ft_oob_peer_gone(void);
 
 /* ft_setup.c */
+/* Hints for remote CQ data (senddata/writedata): 4 bytes of data, and FI_RX_CQ_DATA
+ * accepted, so a provider whose CQ data consumes a posted receive (verbs) can match. */
+void ft_want_cq_data(void);
+/* True when the provider chose FI_RX_CQ_DATA: each remote CQ data needs a posted receive. */
+bool ft_rx_cq_data(void);
 int ft_getinfo(void);
 int ft_open_fabric(void);
 int ft_open_domain_res(void);
@@ -175,6 +187,13 @@ int ft_init_fabric(void);
 int ft_exchange_rma_target(void);
 int ft_finalize(void);
 void ft_close_all(void);
+/* Closes every fabric object and ft.info, keeping the hints and the OOB socket. */
+void ft_close_fabric_res(void);
+/* Waits on ft.eq for a connection event; a FI_CONNREQ's info replaces ft.info. */
+int ft_wait_cm_event(uint32_t expected);
+/* Endpoint names over the OOB socket: length and address format, then the name. */
+int ft_send_name(struct fid *fid);
+int ft_recv_name(void **name, size_t *len, uint32_t *format);
 int ft_run(int (*test)(void));
 
 /* ft_comp.c */
@@ -188,6 +207,11 @@ int ft_post_send(size_t size, uint64_t tag);
 int ft_post_recv(size_t size, uint64_t tag);
 int ft_post_inject(size_t size, uint64_t tag);
 int ft_post_rma(enum ft_rma_op op, size_t size, uint64_t remote_offset);
+/* Slot n % ft.slots of the transfer buffers: message n uses it. */
+char *ft_tx_slot(uint64_t n);
+char *ft_rx_slot(uint64_t n);
+/* Operations a bandwidth loop keeps in flight: FT_WINDOW, or fewer when -v needs a slot each. */
+int ft_window(void);
 int ft_tx(size_t size);
 int ft_rx(size_t size);
 void ft_fill_buf(void *buf, size_t size, unsigned seed);
@@ -198,9 +222,13 @@ int ft_progress(void);
 /* ft_bench.c: the measured loops of the benchmarks; print one perf line per size. */
 int ft_pingpong(size_t size);
 int ft_bandwidth(size_t size);
+/* The windowed loop behind ft_bandwidth (and the RMA bandwidth): warm-up, clock, output. */
+int ft_windowed(size_t size, int (*window)(size_t size, int count), const char *name);
 int ft_run_benchmark(int (*loop)(size_t size));
 /* Server side: keep driving progress until the client's next ft_oob_sync. */
 int ft_progress_until_sync(void);
+/* The same, until the peer sends anything on the OOB socket (left unread). */
+int ft_progress_until_oob_readable(void);
 /* Drives progress until buf holds pattern `seed` (e.g. the target of an RMA write). */
 int ft_progress_until_match(const void *buf, size_t size, unsigned seed);
 bool ft_buf_matches(const void *buf, size_t size, unsigned seed);

@@ -42,6 +42,6 @@ int main(int argc, char **argv)
 	if (ret)
 		return ret > 0 ? 0 : ft_exit_code(ret);
 	ft.hints->caps = FI_MSG;
-	ft.hints->domain_attr->cq_data_size = 4;
+	ft_want_cq_data();
 	return ft_run(run);
 }

@@ -36,6 +36,9 @@ static int server_transfer(size_t size, unsigned seed)
 		ft_fill_buf(ft.rx_buf, size, seed);
 	else
 		ft_fill_buf(ft.rx_buf, size, seed + 13);  /* anything but the expected data */
+	/* With FI_RX_CQ_DATA the write's CQ data lands in a posted receive (e.g. verbs). */
+	if (ft.opts.rma_op == FT_RMA_WRITEDATA && ft_rx_cq_data())
+		FT_CHECK(ft_post_recv(ft.xfer_max, 0));
 	/* Drive progress while the client posts: rdm connections are set up on demand. */
 	FT_CHECK(ft_progress_until_sync());
 	if (ft.opts.rma_op == FT_RMA_WRITEDATA) {
@@ -75,7 +78,7 @@ int main(int argc, char **argv)
 		return ret > 0 ? 0 : ft_exit_code(ret);
 	ft.hints->caps = FI_MSG | FI_RMA;
 	if (ft.opts.rma_op == FT_RMA_WRITEDATA)
-		ft.hints->domain_attr->cq_data_size = 4;
+		ft_want_cq_data();
 	if (!ft.opts.all_sizes && ft.opts.size == FT_DEFAULT_SIZE)
 		ft.opts.size = 4096;
 	ft.opts.iterations = ft.opts.iterations > 3 ? 3 : ft.opts.iterations;

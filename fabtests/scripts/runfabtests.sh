@@ -108,6 +108,16 @@ s cs fi_msg -e msg -c sread
 s cs fi_msg -e rdm -c fd
 s cs fi_msg -e msg -c yield
 q cs fi_tagged -e rdm
+q cs fi_tagged_peek -e rdm
+q cs fi_av_xfer -e rdm
+q cs fi_rdm_multi_client -e rdm
+q cs fi_rdm_atomic -e rdm
+q cs fi_flood -e msg
+q cs fi_flood -e rdm
+q cs fi_msg_epoll -e msg
+q cs fi_msg_epoll -e rdm
+s cs fi_msg_epoll -e msg -S all -I 3
+q cs fi_msg_sockets -e msg
 q cs fi_cq_data -e msg
 q cs fi_cq_data -e rdm
 q cs fi_cm_data -e msg
@@ -137,6 +147,20 @@ s cs fi_msg_pingpong -e msg -t counter -I 100
 q cs fi_bw -e msg -I 100
 q cs fi_bw -e rdm -I 100
 s cs fi_bw -e rdm -S all -I 50
+s cs fi_bw -e rdm -S all -I 50 -w 10 -v
+s cs fi_msg_pingpong -e msg -S all -I 20 -v
+s cs fi_msg_pingpong -e rdm -S all -I 20 -v
+q cs fi_tagged_bw -e rdm -I 100
+s cs fi_tagged_bw -e rdm -S all -I 50 -v
+q cs fi_rma_bw -e msg -o write -I 100
+q cs fi_rma_bw -e rdm -o write -I 100
+q cs fi_rma_bw -e rdm -o read -I 100
+q cs fi_rma_bw -e rdm -o writedata -I 100
+s cs fi_rma_bw -e msg -o read -S all -I 20 -v
+s cs fi_rma_bw -e msg -o writedata -S all -I 20 -v
+s cs fi_rma_bw -e rdm -o write -S all -I 20 -w 5 -v
+s cs fi_rma_bw -e rdm -o read -S all -I 20 -v
+s cs fi_rma_bw -e rdm -o writedata -S all -I 20 -v
 a cs fi_msg_pingpong -e msg -S all -I 1000 -c sread
 a cs fi_bw -e msg -S all -I 500
 a cs fi_msg -e rdm -S all -I 50 -U

@@ -313,6 +313,8 @@ static int client(void)
 				    supported(&types[ti], (enum fi_op)op, kind, &count))
 					continue;
 				struct atomic_case c = { (int32_t)ti, op, kind, (int32_t)count };
+				ft_debug("case %s %s %s count %zu\n", kind_names[kind],
+					 op_name((enum fi_op)op), types[ti].name, count);
 				FT_CHECK(ft_oob_send(&c, sizeof(c)));
 				int mine = client_case(&c);
 				/* Posting failed or the completion never came: the server learns

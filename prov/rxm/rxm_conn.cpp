@@ -10,9 +10,18 @@
 
 #include <rdma/fi_errno.h>
 
+#include <sys/timerfd.h>
+#include <unistd.h>
+
 #include <cstring>
 
 namespace rxm {
+
+using Clock = std::chrono::steady_clock;
+
+// How long a requester rejected as a duplicate waits before asking again: the peer needs a
+// moment to notice that the connection it still holds is dead.
+constexpr auto kDuplicateRetryDelay = std::chrono::milliseconds(100);
 
 static const char *action_name(ConnreqAction action)
 {
@@ -67,6 +76,8 @@ RxmConn *RxmEndpoint::conn_for_send(fi_addr_t dest, int *err)
 		return it->second;
 	RxmConn *conn = new_conn();
 	conn->peer_name = name;
+	conn->deadline = setup_deadline();
+	conn_timers_active_ = true;
 	RXM_INFO(FI_LOG_EP_CTRL, "conn %p: connecting to %s\n", static_cast<void *>(conn),
 		 describe_address(name).c_str());
 	int ret = start_connect(conn);
@@ -275,6 +286,8 @@ void RxmEndpoint::handle_connreq(const struct fi_eq_cm_entry *entry, size_t data
 	conn->peer_name = name;
 	conn->peer_identity = cm.identity;
 	conn->peer_eager_size = cm.eager_size;
+	conn->deadline = setup_deadline();
+	conn_timers_active_ = true;
 	switch (action) {
 	case ConnreqAction::accept_self:
 		conn->receive_only = true; // our own request: sends use the connecting half
@@ -317,6 +330,8 @@ void RxmEndpoint::on_connected(RxmConn *conn)
 	if (conn->state == ConnState::closed)
 		return;
 	conn->state = ConnState::connected;
+	conn->deadline = {};
+	conn->retry_at = {};
 	if (!conn->rx_posted) {
 		void *desc = conn->rx_mr ? fi_mr_desc(conn->rx_mr) : nullptr;
 		for (RxBuffer &b : conn->rx)
@@ -394,10 +409,15 @@ void RxmEndpoint::handle_eq_error(const struct fi_eq_err_entry &err)
 	if (err.err == FI_ECONNREFUSED && err.err_data && err.err_data_size &&
 	    decode_cm_data({static_cast<const uint8_t *>(err.err_data), err.err_data_size}, &cm) == 0 &&
 	    decide_rejected(cm.reject_reason) == RejectAction::wait_for_peer) {
-		// The peer's own request wins; its connection will carry our queued sends.
+		// Simultaneous: the peer's own request wins; its connection will carry our queued
+		// sends. Duplicate: the peer still holds our previous connection, which is dead
+		// (we only connect when we have none); ask again once it had time to notice.
 		close_core(conn);
-		if (conn->state == ConnState::connecting)
+		if (conn->state == ConnState::connecting) {
 			conn->state = ConnState::waiting_for_peer;
+			if (cm.reject_reason == RejectReason::duplicate)
+				conn->retry_at = Clock::now() + kDuplicateRetryDelay;
+		}
 		return;
 	}
 	RXM_WARN(FI_LOG_EP_CTRL, "connection failed: %s\n", fi_strerror(err.err));
@@ -454,6 +474,103 @@ void RxmEndpoint::finish_core_held(RxmConn *conn, int err)
 			op.error = err;
 			pending_reads_.push_back(&op);
 		}
+}
+
+Clock::time_point RxmEndpoint::setup_deadline() const
+{
+	int seconds = params().conn_timeout_s;
+	return seconds > 0 ? Clock::now() + std::chrono::seconds(seconds) : Clock::time_point{};
+}
+
+static bool setting_up(const RxmConn *conn)
+{
+	return conn->state == ConnState::connecting || conn->state == ConnState::accepting ||
+	       conn->state == ConnState::waiting_for_peer;
+}
+
+// Fails connections whose setup outlived FI_OFI_RXM_CONN_TIMEOUT (their queued sends complete
+// with FI_ETIMEDOUT), retries requests rejected as duplicates, and arms the timerfd for the
+// next deadline. Runs from progress only while some connection is being set up.
+void RxmEndpoint::run_conn_timers()
+{
+	if (!conn_timers_active_)
+		return;
+	Clock::time_point now = Clock::now();
+	Clock::time_point next{};
+	std::vector<RxmConn *> expired, retry;
+	bool remaining = false; // setups that go on after this pass
+	for (auto &[name, conn] : peers_) {
+		if (!setting_up(conn))
+			continue;
+		if (conn->deadline != Clock::time_point{}) {
+			if (now >= conn->deadline) {
+				expired.push_back(conn);
+				continue;
+			}
+			if (next == Clock::time_point{} || conn->deadline < next)
+				next = conn->deadline;
+		}
+		remaining = true;
+		if (conn->state == ConnState::waiting_for_peer &&
+		    conn->retry_at != Clock::time_point{}) {
+			if (now >= conn->retry_at)
+				retry.push_back(conn);
+			else if (next == Clock::time_point{} || conn->retry_at < next)
+				next = conn->retry_at;
+		}
+	}
+	for (RxmConn *conn : expired) {
+		RXM_WARN(FI_LOG_EP_CTRL, "connection to %s not established after %d s: failing its "
+					 "sends\n", describe_address(conn->peer_name).c_str(),
+			 params().conn_timeout_s);
+		fail_conn(conn, -FI_ETIMEDOUT);
+	}
+	for (RxmConn *conn : retry)
+		retry_connect(conn);
+	conn_timers_active_ = remaining || !retry.empty();
+	arm_conn_timer(next); // a retried attempt's deadline is armed on the next pass
+}
+
+void RxmEndpoint::retry_connect(RxmConn *old)
+{
+	RxmConn *conn = new_conn();
+	conn->peer_name = old->peer_name;
+	conn->deadline = old->deadline;
+	move_backlog(old, conn);
+	old->state = ConnState::closed; // its core endpoint went when it was rejected
+	peers_[conn->peer_name] = conn;
+	RXM_INFO(FI_LOG_EP_CTRL, "conn %p: connecting again to %s (was rejected as a duplicate)\n",
+		 static_cast<void *>(conn), describe_address(conn->peer_name).c_str());
+	int ret = start_connect(conn);
+	if (ret)
+		fail_conn(conn, ret);
+}
+
+// The timerfd makes fi_cq_sread, fi_cntr_wait and applications polling the FI_GETWAIT fd
+// wake up when a connection times out, not only when the core has news.
+void RxmEndpoint::arm_conn_timer(Clock::time_point when)
+{
+	if (conn_timer_fd_ < 0 || when == conn_timer_armed_)
+		return;
+	itimerspec spec{};
+	if (when != Clock::time_point{}) {
+		auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(when.time_since_epoch())
+				  .count();
+		spec.it_value.tv_sec = static_cast<time_t>(ns / 1000000000);
+		spec.it_value.tv_nsec = static_cast<long>(ns % 1000000000);
+		if (spec.it_value.tv_sec == 0 && spec.it_value.tv_nsec == 0)
+			spec.it_value.tv_nsec = 1; // zero would disarm
+	}
+	// steady_clock is CLOCK_MONOTONIC on Linux, so its time points are absolute times here.
+	if (timerfd_settime(conn_timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr) != 0) {
+		RXM_WARN(FI_LOG_EP_CTRL, "arming the connection timer failed\n");
+		return;
+	}
+	uint64_t expirations;
+	if (::read(conn_timer_fd_, &expirations, sizeof(expirations)) < 0) {
+		// nothing pending: the usual case
+	}
+	conn_timer_armed_ = when;
 }
 
 } // namespace rxm

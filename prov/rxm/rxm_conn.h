@@ -14,6 +14,7 @@
 
 #include <rdma/fi_eq.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,13 @@ public:
 	uint64_t sar_placed = 0;
 
 	int close_error = 0; // why fail_conn closed it: what the core still held fails with this
+
+	// Until when the connection may take to come up (FI_OFI_RXM_CONN_TIMEOUT); the epoch
+	// value means no limit. Cleared once connected.
+	std::chrono::steady_clock::time_point deadline{};
+	// Rejected as a duplicate (the peer still holds our previous, dead connection): when to
+	// ask again. The epoch value means no retry is planned.
+	std::chrono::steady_clock::time_point retry_at{};
 };
 
 // A core endpoint rxm no longer uses. It stays open until the end of the progress call that

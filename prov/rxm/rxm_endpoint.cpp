@@ -21,6 +21,9 @@
 #include <random>
 #include <thread>
 
+#include <sys/timerfd.h>
+#include <unistd.h>
+
 namespace rxm {
 
 namespace {
@@ -314,6 +317,9 @@ int RxmEndpoint::open_core_queues()
 	} else if (want_fd && fi_control(&core_cq_->fid, FI_GETWAIT, &core_cq_fd_)) {
 		core_cq_fd_ = -1;
 	}
+	// Sleepers must also wake when a connection times out (run_conn_timers).
+	if (want_fd)
+		conn_timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	return 0;
 }
 
@@ -342,6 +348,8 @@ void RxmEndpoint::register_wait_sources()
 					  w->add_wait_source(core_cq_fd_);
 				  if (core_eq_fd_ >= 0)
 					  w->add_wait_source(core_eq_fd_);
+				  if (conn_timer_fd_ >= 0)
+					  w->add_wait_source(conn_timer_fd_);
 				  if (polled)
 					  w->add_polled_source();
 			  });
@@ -357,6 +365,8 @@ void RxmEndpoint::unregister_wait_sources()
 			  [&](RxmWaitable *w) {
 				  w->remove_wait_source(core_cq_fd_);
 				  w->remove_wait_source(core_eq_fd_);
+				  if (conn_timer_fd_ >= 0)
+					  w->remove_wait_source(conn_timer_fd_);
 				  if (polled)
 					  w->remove_polled_source();
 			  });
@@ -408,6 +418,11 @@ void RxmEndpoint::shutdown_all()
 		fi_close(&core_eq_->fid);
 	core_eq_ = nullptr;
 	core_cq_fd_ = core_eq_fd_ = -1;
+	if (conn_timer_fd_ >= 0)
+		::close(conn_timer_fd_);
+	conn_timer_fd_ = -1;
+	conn_timer_armed_ = {};
+	conn_timers_active_ = false;
 	fi_freeinfo(core_conn_info_);
 	core_conn_info_ = nullptr;
 	matcher_.drain_unexpected([](UnexpectedMsg *m) { delete static_cast<Unexpected *>(m->owner); });
@@ -545,6 +560,7 @@ void RxmEndpoint::progress()
 	for (auto &[name, conn] : peers_)
 		if (!conn->backlog.empty())
 			pump(conn);
+	run_conn_timers();
 	close_retired();
 }
 

@@ -209,6 +209,10 @@ private:
 	void close_retired();
 	void finish_core_held(RxmConn *conn, int err);
 	void set_aside_eq_events(const std::vector<RetiredCoreEp> &closed);
+	void run_conn_timers();
+	void retry_connect(RxmConn *old);
+	void arm_conn_timer(std::chrono::steady_clock::time_point when);
+	std::chrono::steady_clock::time_point setup_deadline() const;
 	RxmConn *conn_of(fid_t fid) const;
 	size_t own_cm_data(uint8_t *out, RejectReason reason) const;
 
@@ -260,6 +264,11 @@ private:
 	std::vector<std::unique_ptr<RxmConn>> conns_; // all connections, freed at close
 	std::vector<RetiredCoreEp> retired_;
 	std::deque<CoreEqEvent> eq_backlog_; // read from the core EQ, handled before what follows
+	// Connection timers: checked by progress while some connection is being set up; the
+	// timerfd (in the bound CQs' and counters' wait sets) wakes sleepers at the next deadline.
+	bool conn_timers_active_ = false;
+	int conn_timer_fd_ = -1;
+	std::chrono::steady_clock::time_point conn_timer_armed_{};
 	std::deque<RecvOp *> pending_reads_;
 	std::deque<TxOp *> pending_writes_;
 	// FI_PROGRESS_AUTO data progress: a thread runs progress() while the endpoint is enabled.

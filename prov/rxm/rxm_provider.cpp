@@ -37,6 +37,10 @@ void define_params()
 	fi_param_define(&rxm_prov, "data_auto_progress", FI_PARAM_BOOL,
 			"Progress data transfers from a background thread even when the "
 			"application asked for manual progress (default: no).");
+	fi_param_define(&rxm_prov, "conn_timeout", FI_PARAM_INT,
+			"Seconds a connection to a peer may take to come up (request sent or "
+			"received until established); then the sends waiting for it fail with "
+			"FI_ETIMEDOUT. 0 waits forever (default %d).", g_params.conn_timeout_s);
 }
 
 void read_size(const char *name, size_t *value, size_t minimum)
@@ -63,6 +67,13 @@ void read_params()
 		g_params.use_rndv_write = b != 0;
 	if (fi_param_get_bool(&rxm_prov, "data_auto_progress", &b) == 0)
 		g_params.data_auto_progress = b != 0;
+	int timeout;
+	if (fi_param_get_int(&rxm_prov, "conn_timeout", &timeout) == 0) {
+		if (timeout >= 0)
+			g_params.conn_timeout_s = timeout;
+		else
+			RXM_WARN(FI_LOG_CORE, "ignoring conn_timeout=%d, below 0\n", timeout);
+	}
 	// A wire header's payload_len is 32 bits; keep buffers far below that.
 	if (g_params.buffer_size > (1u << 30))
 		g_params.buffer_size = 1u << 30;

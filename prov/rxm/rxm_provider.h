@@ -27,6 +27,7 @@ struct RxmParams {
 	size_t msg_rx_size = 128;    // receive buffers posted per core connection
 	bool use_rndv_write = false; // rendezvous by RMA write instead of read
 	bool data_auto_progress = false;
+	int conn_timeout_s = 30;     // connection setup limit; 0: wait as long as it takes
 };
 
 const RxmParams &params();

@@ -12,8 +12,14 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -42,7 +48,7 @@ fi_info *rdm_info()
 // One RDM endpoint with its own fabric, domain, AV and CQ: nothing is shared between two
 // Peers, so two threads may drive two Peers without locking.
 struct Peer {
-	explicit Peer(fi_info *info)
+	explicit Peer(fi_info *info, enum fi_wait_obj wait_obj = FI_WAIT_NONE)
 	{
 		EXPECT_EQ(0, fi_fabric(info->fabric_attr, &fabric, nullptr));
 		EXPECT_EQ(0, fi_domain(fabric, info, &domain, nullptr));
@@ -51,6 +57,7 @@ struct Peer {
 		EXPECT_EQ(0, fi_av_open(domain, &av_attr, &av, nullptr));
 		fi_cq_attr cq_attr{};
 		cq_attr.format = FI_CQ_FORMAT_TAGGED;
+		cq_attr.wait_obj = wait_obj;
 		EXPECT_EQ(0, fi_cq_open(domain, &cq_attr, &cq, nullptr));
 		EXPECT_EQ(0, fi_endpoint(domain, info, &ep, nullptr));
 		EXPECT_EQ(0, fi_ep_bind(ep, &av->fid, 0));
@@ -203,6 +210,82 @@ TEST_F(RxmConnect, SimultaneousFirstSendsFromTwoThreadsAllArrive)
 		}
 		if (HasFailure())
 			break;
+	}
+}
+
+// A listener that completes TCP handshakes (the kernel does) but never accepts, so no CM
+// answer ever comes. Its port is ephemeral.
+class SilentListener {
+public:
+	SilentListener()
+	{
+		fd_ = socket(AF_INET, SOCK_STREAM, 0);
+		sockaddr_in sin{};
+		sin.sin_family = AF_INET;
+		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		socklen_t len = sizeof(sin);
+		if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr *>(&sin), sizeof(sin)) ||
+		    listen(fd_, 4) || getsockname(fd_, reinterpret_cast<sockaddr *>(&sin), &len))
+			return;
+		addr_ = sin;
+		ok_ = true;
+	}
+	~SilentListener()
+	{
+		if (fd_ >= 0)
+			close(fd_);
+	}
+	bool ok() const { return ok_; }
+	const sockaddr_in *addr() const { return &addr_; }
+
+private:
+	int fd_ = -1;
+	bool ok_ = false;
+	sockaddr_in addr_{};
+};
+
+// FI_OFI_RXM_CONN_TIMEOUT: a send to a peer that never accepts fails with FI_ETIMEDOUT after
+// the timeout, and a thread blocked in fi_cq_sread without a timeout of its own wakes up for
+// it (the connection timer is in the CQ's wait set). Run by rxm_conn_timeout.sh with a 2 s
+// timeout; skipped otherwise, since the default (30 s) would make make check wait that long.
+TEST_F(RxmConnect, SendToAPeerThatNeverAcceptsTimesOut)
+{
+	const char *env = getenv("FI_OFI_RXM_CONN_TIMEOUT");
+	if (!env || atoi(env) < 1 || atoi(env) > 10)
+		GTEST_SKIP() << "run with FI_OFI_RXM_CONN_TIMEOUT=1..10 (rxm_conn_timeout.sh)";
+	const int timeout_s = atoi(env);
+	SilentListener silent;
+	ASSERT_TRUE(silent.ok());
+	for (enum fi_wait_obj wait : {FI_WAIT_UNSPEC, FI_WAIT_NONE}) {
+		SCOPED_TRACE(wait);
+		Peer a(info, wait);
+		fi_addr_t nowhere = a.insert(silent.addr());
+		uint32_t v = 7;
+		int sctx[3];
+		auto start = std::chrono::steady_clock::now();
+		for (int &ctx : sctx)
+			ASSERT_EQ(0, fi_send(a.ep, &v, sizeof(v), nullptr, nowhere, &ctx));
+		int failed = 0;
+		while (failed < 3) {
+			fi_cq_tagged_entry e;
+			// The sread's own timeout is far beyond the connection's: only the
+			// connection timer can wake it in time.
+			ssize_t n = wait == FI_WAIT_NONE
+					    ? fi_cq_read(a.cq, &e, 1)
+					    : fi_cq_sread(a.cq, &e, 1, nullptr, (timeout_s + 4) * 1000);
+			double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+								      start).count();
+			ASSERT_LT(waited, timeout_s + 1.5) << "the sends did not fail in time";
+			if (n == -FI_EAGAIN)
+				continue;
+			ASSERT_EQ(-FI_EAVAIL, n) << "a send to a silent peer completed";
+			fi_cq_err_entry err{};
+			ASSERT_EQ(1, fi_cq_readerr(a.cq, &err, 0));
+			EXPECT_EQ(FI_ETIMEDOUT, err.err);
+			EXPECT_EQ(&sctx[failed], err.op_context); // in the order they were sent
+			EXPECT_GT(waited, timeout_s - 0.5);
+			failed++;
+		}
 	}
 }
 

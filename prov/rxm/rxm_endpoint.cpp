@@ -600,6 +600,10 @@ size_t RxmEndpoint::drain_core_cq()
 			break;
 		handled += static_cast<size_t>(n);
 		for (ssize_t i = 0; i < n; i++) {
+			if (comps[i].flags & FI_REMOTE_WRITE) {
+				on_remote_write(comps[i]);
+				continue;
+			}
 			auto *ctx = static_cast<CoreContext *>(comps[i].op_context);
 			if (!ctx)
 				continue;

@@ -89,6 +89,12 @@ public:
 	ssize_t writev(const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
 		       uint64_t addr, uint64_t key, void *context);
 	ssize_t writemsg(const struct fi_msg_rma *msg, uint64_t flags);
+	ssize_t writedata(const void *buf, size_t len, void *desc, uint64_t data, fi_addr_t dest,
+			  uint64_t addr, uint64_t key, void *context);
+	ssize_t inject_write(const void *buf, size_t len, fi_addr_t dest, uint64_t addr,
+			     uint64_t key);
+	ssize_t inject_writedata(const void *buf, size_t len, uint64_t data, fi_addr_t dest,
+				 uint64_t addr, uint64_t key);
 
 	// fi_ops_atomic (emulated: executed by the target, rxm_atomic.cpp)
 	ssize_t atomic(const void *buf, size_t count, void *desc, fi_addr_t dest, uint64_t addr,
@@ -152,6 +158,7 @@ private:
 	void fail_op(TxOp *op, int err);
 	bool send_control(RxmConn *conn, WireOp op, uint64_t msg_id);
 	ssize_t rma_common(const struct fi_msg_rma *msg, uint64_t flags, bool is_write);
+	void on_remote_write(const struct fi_cq_data_entry &comp);
 	int translate_desc(const struct iovec *iov, void **app_desc, size_t count, uint64_t access,
 			   TxOp *op);
 

@@ -331,9 +331,14 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 		msg.rma_iov = &rma;
 		msg.rma_iov_count = 1;
 		msg.context = &op->core;
+		uint64_t core_flags = FI_COMPLETION;
+		if (op->hdr.flags & wire_flag::remote_cq_data) { // set by rma_common for writedata
+			core_flags |= FI_REMOTE_CQ_DATA;
+			msg.data = op->hdr.cq_data;
+		}
 		ssize_t ret = op->kind == TxKind::rma_write
-				      ? fi_writemsg(conn->core_ep, &msg, FI_COMPLETION)
-				      : fi_readmsg(conn->core_ep, &msg, FI_COMPLETION);
+				      ? fi_writemsg(conn->core_ep, &msg, core_flags)
+				      : fi_readmsg(conn->core_ep, &msg, core_flags);
 		if (ret == -FI_EAGAIN)
 			return false;
 		IntrusiveList<TxOp>::remove(op);

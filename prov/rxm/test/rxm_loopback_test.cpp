@@ -455,6 +455,58 @@ TEST_F(RxmLoopback, RmaWriteAndRead)
 	EXPECT_EQ(0, fi_close(&mr->fid));
 }
 
+TEST_F(RxmLoopback, WriteDataAndInjectWritesReachTheTarget)
+{
+	if (!(info->caps & FI_RMA))
+		GTEST_SKIP() << "core without RMA";
+	std::vector<uint8_t> target(4096, 0);
+	fid_mr *mr = nullptr;
+	ASSERT_EQ(0, fi_mr_reg(b->domain, target.data(), target.size(), FI_REMOTE_WRITE, 0, 6, 0,
+			       &mr, nullptr));
+	uint64_t base = (info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
+				? reinterpret_cast<uintptr_t>(target.data())
+				: 0;
+	auto data = pattern(1000, 3);
+	int wctx;
+	ASSERT_EQ(0, fi_writedata(a->ep, data.data(), data.size(), nullptr, 0x1122334455667788ULL,
+				  b_at_a, base + 100, fi_mr_key(mr), &wctx));
+	Completion w = wait_for(*a, &wctx);
+	ASSERT_FALSE(w.error) << fi_strerror(w.err.err);
+	EXPECT_EQ(FI_RMA | FI_WRITE, w.entry.flags);
+	// The target's receive CQ reports the write with its data (no context of its own).
+	Completion t = wait_for(*b, nullptr);
+	ASSERT_FALSE(t.error);
+	EXPECT_EQ(FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA, t.entry.flags);
+	EXPECT_EQ(0x1122334455667788ULL, t.entry.data);
+	EXPECT_EQ(data.size(), t.entry.len);
+	EXPECT_EQ(0, memcmp(target.data() + 100, data.data(), data.size()));
+
+	// Inject forms: the source may be reused at once; no completion at the initiator.
+	std::vector<uint8_t> scratch = pattern(64, 9), sent = scratch;
+	ASSERT_EQ(0, fi_inject_writedata(a->ep, scratch.data(), scratch.size(), 42, b_at_a,
+					 base + 2000, fi_mr_key(mr)));
+	std::fill(scratch.begin(), scratch.end(), 0xEE);
+	t = wait_for(*b, nullptr);
+	ASSERT_FALSE(t.error);
+	EXPECT_EQ(FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA, t.entry.flags);
+	EXPECT_EQ(42u, t.entry.data);
+	EXPECT_EQ(0, memcmp(target.data() + 2000, sent.data(), sent.size()));
+
+	ASSERT_EQ(0, fi_inject_write(a->ep, sent.data(), 32, b_at_a, base + 3000, fi_mr_key(mr)));
+	auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+	while (memcmp(target.data() + 3000, sent.data(), 32) != 0 &&
+	       std::chrono::steady_clock::now() < deadline)
+		progress_for(1);
+	EXPECT_EQ(0, memcmp(target.data() + 3000, sent.data(), 32));
+	progress_for(20);
+	EXPECT_TRUE(a->done.empty()) << "an inject write produced a completion";
+	EXPECT_TRUE(b->done.empty()) << "a write without data produced a target completion";
+	std::vector<uint8_t> big(info->tx_attr->inject_size + 1);
+	EXPECT_EQ(-FI_EMSGSIZE, fi_inject_write(a->ep, big.data(), big.size(), b_at_a, base,
+						fi_mr_key(mr)));
+	EXPECT_EQ(0, fi_close(&mr->fid));
+}
+
 TEST_F(RxmLoopback, UnreachablePeerFailsPendingSends)
 {
 	// A listener-less address: grab a free port and close it again.

@@ -85,6 +85,8 @@ public:
 	uint8_t *base() const { return base_; }
 	size_t length() const { return length_; }
 	uint64_t access() const { return access_; }
+	// Whether the registration grants every access bit in 'need' (multi-iov ones: unknown, no).
+	bool grants(uint64_t need) const { return (access_ & need) == need; }
 
 private:
 	RxmDomain *domain_;

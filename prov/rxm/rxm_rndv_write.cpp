@@ -57,7 +57,9 @@ void RxmEndpoint::expose_for_rndv_write(RecvOp *op)
 			continue;
 		RxmMr *mr = op->desc[i] ? RxmMr::from_desc(op->desc[i]) : nullptr;
 		uint64_t key;
-		if (mr) {
+		// The peer writes through this key: the application's registration serves only if
+		// it grants remote writes (a receive buffer's usually does not), else we register.
+		if (mr && mr->grants(FI_REMOTE_WRITE)) {
 			key = fi_mr_key(mr->core());
 		} else {
 			struct fid_mr *own = nullptr;

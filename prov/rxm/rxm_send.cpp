@@ -109,9 +109,15 @@ int RxmEndpoint::translate_desc(const struct iovec *iov, void **app_desc, size_t
 			RxmMr *mr = RxmMr::from_desc(app_desc[i]);
 			if (!mr)
 				return -FI_EINVAL;
-			op->desc[i] = mr->core_desc();
-			op->rndv_key[i] = fi_mr_key(mr->core());
-			continue;
+			// A read-based rendezvous hands the peer this key: the application's
+			// registration serves only if it grants remote reads, else ours (below) does.
+			bool peer_reads = op->kind == TxKind::rndv &&
+					  !(op->hdr.flags & wire_flag::rndv_write);
+			if (!peer_reads || mr->grants(FI_REMOTE_READ)) {
+				op->desc[i] = mr->core_desc();
+				op->rndv_key[i] = fi_mr_key(mr->core());
+				continue;
+			}
 		}
 		bool need_key = op->kind == TxKind::rndv;
 		if (!need_key && !domain_->core_needs_local_mr()) {

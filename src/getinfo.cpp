@@ -174,6 +174,33 @@ int list_providers(uint32_t version, const fi_info *hints, const ProviderFilter 
 	return 0;
 }
 
+// An enum field as the integer the application stored. C code may store any int in these
+// fields; in C++ loading a value outside the enum's range as the enum type is undefined.
+template <typename Enum> int enum_value(const Enum &field)
+{
+	static_assert(sizeof(Enum) == sizeof(int));
+	int value;
+	std::memcpy(&value, &field, sizeof(value));
+	return value;
+}
+
+// Whether every enum in the hints is one the 1.17 API defines. No provider can match an
+// unknown endpoint type, threading model, progress model, resource management or AV type,
+// and checking here keeps out-of-range enum values away from every provider (found by
+// test/fuzz/fuzz_getinfo).
+bool hint_enums_known(const fi_info *hints)
+{
+	auto in = [](int value, int last) { return value >= 0 && value <= last; };
+	if (hints->ep_attr && !in(enum_value(hints->ep_attr->type), FI_EP_SOCK_DGRAM))
+		return false;
+	const fi_domain_attr *d = hints->domain_attr;
+	return !d || (in(enum_value(d->threading), FI_THREAD_ENDPOINT) &&
+		      in(enum_value(d->control_progress), FI_PROGRESS_MANUAL) &&
+		      in(enum_value(d->data_progress), FI_PROGRESS_MANUAL) &&
+		      in(enum_value(d->resource_mgmt), FI_RM_ENABLED) &&
+		      in(enum_value(d->av_type), FI_AV_TABLE));
+}
+
 int getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
 	    const fi_info *hints, fi_info **info)
 {
@@ -188,6 +215,10 @@ int getinfo(uint32_t version, const char *node, const char *service, uint64_t fl
 	}
 	if (flags & ~getinfo_flags)
 		return -FI_EBADFLAGS;
+	if (hints && !hint_enums_known(hints)) {
+		FI_INFO(&core_log_provider, FI_LOG_CORE, "hints hold an undefined enum value\n");
+		return -FI_ENODATA;
+	}
 
 	DepthGuard depth;
 	const bool top_level = getinfo_depth == 1;

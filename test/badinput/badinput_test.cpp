@@ -45,6 +45,19 @@ void run_table(const std::vector<Row> &rows)
 	}
 }
 
+// fi_getinfo on tcp;ofi_rxm with hints that 'edit' changes; returns its result.
+template <typename Edit> long getinfo_with(Edit edit)
+{
+	fi_info *hints = fi_allocinfo();
+	hints->fabric_attr->prov_name = strdup("tcp;ofi_rxm");
+	edit(hints);
+	fi_info *out = nullptr;
+	long r = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", nullptr, FI_SOURCE, hints, &out);
+	fi_freeinfo(hints);
+	fi_freeinfo(out);
+	return r;
+}
+
 TEST(BadInputCore, GetinfoFabricAndStrings)
 {
 	fi_info *info = harness::rdm_info(FI_MSG);
@@ -69,6 +82,15 @@ TEST(BadInputCore, GetinfoFabricAndStrings)
 			 fi_freeinfo(out);
 			 return r;
 		 }},
+		// Enum fields holding values the API does not define (C code can store any int).
+		{"fi_getinfo ep type 99", -FI_ENODATA,
+		 [] { return getinfo_with([](fi_info *h) { int v = 99; memcpy(&h->ep_attr->type, &v, sizeof(v)); }); }},
+		{"fi_getinfo threading -4", -FI_ENODATA,
+		 [] { return getinfo_with([](fi_info *h) { int v = -4; memcpy(&h->domain_attr->threading, &v, sizeof(v)); }); }},
+		{"fi_getinfo data progress 7", -FI_ENODATA,
+		 [] { return getinfo_with([](fi_info *h) { int v = 7; memcpy(&h->domain_attr->data_progress, &v, sizeof(v)); }); }},
+		{"fi_getinfo av type 3", -FI_ENODATA,
+		 [] { return getinfo_with([](fi_info *h) { int v = 3; memcpy(&h->domain_attr->av_type, &v, sizeof(v)); }); }},
 		{"fi_getinfo unresolvable node", kAnyError,
 		 [] {
 			 fi_info *hints = fi_allocinfo();

@@ -59,7 +59,9 @@ static int oob_connect(void)
 		       gai_strerror(ret));
 		return -FI_EINVAL;
 	}
-	time_t deadline = time(NULL) + FT_OOB_CONNECT_TIMEOUT_SEC;
+	/* The server may start slowly (emulation): wait at least as long as for a completion. */
+	time_t deadline = time(NULL) + (ft.opts.timeout_sec > FT_OOB_CONNECT_TIMEOUT_SEC ?
+					ft.opts.timeout_sec : FT_OOB_CONNECT_TIMEOUT_SEC);
 	ret = -FI_ECONNREFUSED;
 	while (ret && time(NULL) <= deadline) {
 		int fd = socket(res->ai_family, res->ai_socktype, 0);

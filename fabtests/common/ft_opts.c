@@ -57,7 +57,8 @@ static void usage(const char *prog, const char *description)
 	printf("  -m              machine-readable performance output\n");
 	printf("  -T <seconds>    completion timeout (default 10)\n");
 	printf("  -h              this help\n");
-	printf("Environment: FT_OOB_PORT sets the OOB port, FT_DEBUG=1 prints debug output.\n");
+	printf("Environment: FT_OOB_PORT sets the OOB port, FT_TIMEOUT the default of -T,\n"
+	       "FT_DEBUG=1 prints debug output.\n");
 	printf("Exit status: 0 pass, %d/%d not run (provider lacks it), %d fail.\n",
 	       FT_EXIT_NODATA, FT_EXIT_NOSYS, FT_EXIT_FAIL);
 }
@@ -147,7 +148,11 @@ int ft_parse_args(int argc, char **argv, const char *extra_opts,
 	o->size = FT_DEFAULT_SIZE;
 	/* FT_OOB_PORT lets a runner move the control socket without implying -E. */
 	o->oob_port = getenv("FT_OOB_PORT") ? getenv("FT_OOB_PORT") : FT_DEFAULT_OOB_PORT;
+	/* FT_TIMEOUT moves the default of -T, e.g. for every test run under emulation. */
 	o->timeout_sec = 10;
+	if (getenv("FT_TIMEOUT") && (parse_int(getenv("FT_TIMEOUT"), &o->timeout_sec) ||
+				     o->timeout_sec == 0))
+		o->timeout_sec = 10;
 	verbose_debug = getenv("FT_DEBUG") != NULL;
 
 	int c;

@@ -193,8 +193,12 @@ find_binary() {
 passed=0 failed=0 skipped=0
 # Builtins rather than programs in the per-test loop: under emulation (the Soft-RoCE VM)
 # every exec costs seconds.
-exec {pause_fd}<> <(:)
-pause() { read -r -t "$1" -u "$pause_fd" || true; }
+# A pipe nobody writes to makes `read -t` a sleep without exec (coproc needs no /dev/fd).
+if coproc PAUSE_PIPE { read -r _; } 2>/dev/null; then
+	pause() { read -r -t "$1" -u "${PAUSE_PIPE[0]}" _ || true; }
+else
+	pause() { sleep "$1"; }
+fi
 logdir=$(mktemp -d /tmp/runfabtests.XXXXXX)
 trap 'rm -rf "$logdir"' EXIT
 

@@ -152,9 +152,15 @@ static int test_node_service(void)
 {
 	return getinfo_with(sockaddr_in_format, "127.0.0.1", "22190", 0, dest_is_22190, 0);
 }
+/* A local address the provider can use: its own first IPv4 source address (verbs only
+ * knows the addresses of RDMA devices), else the loopback address. */
 static int test_source(void)
 {
-	return getinfo_with(sockaddr_in_format, "127.0.0.1", "22191", FI_SOURCE, src_is_22191, 0);
+	char node[INET_ADDRSTRLEN] = "127.0.0.1";
+	const struct sockaddr_in *sin = ft.info ? ft.info->src_addr : NULL;
+	if (sin && ft.info->src_addrlen >= sizeof(*sin) && sin->sin_family == AF_INET)
+		inet_ntop(AF_INET, &sin->sin_addr, node, sizeof(node));
+	return getinfo_with(sockaddr_in_format, node, "22191", FI_SOURCE, src_is_22191, 0);
 }
 
 static int test_dupinfo(void)

@@ -20,6 +20,11 @@ static int server(void)
 		return (int)ret;
 	}
 	ret = fi_cancel(&ft.ep->fid, cancel_ctx);
+	if (ret == -FI_ENOSYS) {
+		/* verbs: an RDMA receive queue cannot take back a posted receive. */
+		fprintf(stderr, "the provider does not cancel receives (not run)\n");
+		return -FI_ENOSYS;
+	}
 	FT_EXPECT(ret == 0, "fi_cancel returned %zd", ret);
 
 	struct fi_cq_err_entry err;

@@ -14,7 +14,8 @@ namespace verbs {
 
 extern struct fi_provider provider;
 
-inline constexpr uint32_t kProviderVersion = FI_VERSION(1, 0);
+// Like libfabric's own providers (and our tcp and ofi_rxm): the release, 1.17, as 117.0.
+inline constexpr uint32_t kProviderVersion = FI_VERSION(117, 0);
 inline constexpr const char *kProviderName = "verbs";
 
 // Values of the FI_VERBS_* environment variables, read once when the provider loads.
@@ -28,6 +29,7 @@ struct Params {
 	size_t inline_size = 256; // asked of the device; the QP reports what it grants
 	int gid_idx = 0;
 	int min_rnr_timer = 12;
+	int rnr_retry = 7;        // retries of receiver-not-ready NAKs; 7 means forever
 	bool use_odp = false;
 };
 const Params &params();

@@ -9,6 +9,7 @@
 #include "prov/verbs/verbs_fabric.h"
 #include "prov/verbs/verbs_mr.h"
 #include "prov/verbs/verbs_provider.h"
+#include "prov/util/flow_ctrl_ops.h"
 
 namespace verbs {
 namespace {
@@ -21,7 +22,7 @@ struct fi_ops *domain_fi_ops()
 		o.close = Op<&VerbsDomain::close>::call;
 		VERBS_UNSUPPORTED(o, bind);
 		VERBS_UNSUPPORTED(o, control);
-		VERBS_UNSUPPORTED(o, ops_open);
+		o.ops_open = Op<&VerbsDomain::ops_open>::call;
 		VERBS_UNSUPPORTED(o, tostr);
 		VERBS_UNSUPPORTED(o, ops_set);
 		return o;
@@ -127,6 +128,19 @@ int VerbsDomain::close()
 	fabric_->children--;
 	fid_.invalidate();
 	delete this;
+	return 0;
+}
+
+int VerbsDomain::ops_open(const char *name, uint64_t flags, void **ops, void *context)
+{
+	(void)context;
+	if (!name || !ops)
+		return -FI_EINVAL;
+	if (flags)
+		return -FI_EBADFLAGS;
+	if (std::strcmp(name, OFI_FLOW_CTRL_OPS_NAME) != 0)
+		return -FI_ENOSYS;
+	*ops = VerbsEndpoint::flow_ctrl_ops();
 	return 0;
 }
 

@@ -34,6 +34,8 @@ public:
 	std::atomic<int> children{0};
 
 	int close();
+	// OFI_FLOW_CTRL_OPS_NAME: the credit flow-control hooks (prov/util/flow_ctrl_ops.h).
+	int ops_open(const char *name, uint64_t flags, void **ops, void *context);
 	int cq_open(struct fi_cq_attr *attr, struct fid_cq **cq, void *context);
 	int endpoint(struct fi_info *info, struct fid_ep **ep, void *context);
 	int endpoint2(struct fi_info *info, struct fid_ep **ep, uint64_t flags, void *context);

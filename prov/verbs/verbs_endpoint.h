@@ -22,6 +22,8 @@
 #include "prov/verbs/verbs_fid.h"
 #include "prov/verbs/verbs_request.h"
 
+struct ofi_flow_ctrl_ops;
+
 namespace verbs {
 
 class VerbsDomain;
@@ -37,6 +39,13 @@ public:
 	// Completions of a closing endpoint are dropped instead of reported.
 	bool closing() const { return closing_.load(); }
 	void release_request(VerbsRequest *request);
+
+	// The OFI_FLOW_CTRL_OPS_NAME extension (prov/util/flow_ctrl_ops.h), handed out by the
+	// domain's fi_open_ops.
+	static struct ofi_flow_ctrl_ops *flow_ctrl_ops();
+	int flow_ctrl_enable(uint64_t credits);
+	int flow_ctrl_add_credits(uint64_t credits);
+	ssize_t flow_ctrl_credits();
 
 	// fi_ops
 	int close();
@@ -137,6 +146,11 @@ private:
 	// FI_RX_CQ_DATA accepted: remote CQ data of RMA writes may consume posted receives.
 	// Verbs has no other way to deliver it, so without this writedata is refused.
 	bool rx_cq_data_mode_ = false;
+	// Credit flow control (flow_ctrl_ops): once enabled, a send that consumes a peer receive
+	// takes one of peer_credits_, and none is posted without one.
+	std::atomic<bool> flow_ctrl_{false};
+	std::atomic<uint64_t> peer_credits_{0};
+	bool take_peer_credit();
 	uint8_t connreq_responder_resources_ = 0;
 	uint8_t connreq_initiator_depth_ = 0;
 

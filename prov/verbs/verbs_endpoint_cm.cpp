@@ -14,9 +14,8 @@ namespace verbs {
 namespace {
 
 constexpr int kResolveTimeoutMs = 2000;
-// Retries of transport errors and receiver-not-ready NAKs; 7 means retry RNR forever.
+// Retries of transport errors; those of receiver-not-ready NAKs are FI_VERBS_RNR_RETRY.
 constexpr uint8_t kRetryCount = 7;
-constexpr uint8_t kRnrRetryCount = 7;
 
 size_t sockaddr_size(const struct sockaddr *sa)
 {
@@ -119,7 +118,7 @@ int VerbsEndpoint::accept(const void *param, size_t paramlen)
 	conn.initiator_depth = static_cast<uint8_t>(
 		std::min<int>(connreq_responder_resources_, dev.max_qp_init_rd_atom));
 	conn.retry_count = kRetryCount;
-	conn.rnr_retry_count = kRnrRetryCount;
+	conn.rnr_retry_count = static_cast<uint8_t>(params().rnr_retry);
 	if (rdma_accept(id_, &conn)) {
 		int err = errno;
 		VERBS_WARN(FI_LOG_EP_CTRL, "rdma_accept failed: %s\n", strerror(err));
@@ -167,7 +166,7 @@ void VerbsEndpoint::on_route_resolved_locked(VerbsEventQueue &eq)
 	conn.responder_resources = static_cast<uint8_t>(std::min(dev.max_qp_rd_atom, 255));
 	conn.initiator_depth = static_cast<uint8_t>(std::min(dev.max_qp_init_rd_atom, 255));
 	conn.retry_count = kRetryCount;
-	conn.rnr_retry_count = kRnrRetryCount;
+	conn.rnr_retry_count = static_cast<uint8_t>(params().rnr_retry);
 	if (rdma_connect(id_, &conn)) {
 		int err = errno;
 		VERBS_WARN(FI_LOG_EP_CTRL, "rdma_connect failed: %s\n", strerror(err));

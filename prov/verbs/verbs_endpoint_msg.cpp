@@ -7,6 +7,7 @@
 #include "prov/verbs/verbs_domain.h"
 #include "prov/verbs/verbs_endpoint.h"
 #include "prov/verbs/verbs_mr.h"
+#include "prov/util/flow_ctrl_ops.h"
 
 namespace verbs {
 namespace {
@@ -115,9 +116,18 @@ ssize_t VerbsEndpoint::post_send(const SendRequest &req)
 		sge[num_sge].length = static_cast<uint32_t>(req.iov[i].iov_len);
 		num_sge++;
 	}
-	VerbsRequest *request = tx_pool_.acquire();
-	if (!request)
+	// With flow control on, nothing that lands in a peer receive goes out without a credit:
+	// an RC send finding no receive would be retried (RNR) and stall the connection.
+	bool needs_credit = flow_ctrl_.load(std::memory_order_relaxed) &&
+			    req.opcode != IBV_WR_RDMA_WRITE && !is_read;
+	if (needs_credit && !take_peer_credit())
 		return -FI_EAGAIN;
+	VerbsRequest *request = tx_pool_.acquire();
+	if (!request) {
+		if (needs_credit)
+			peer_credits_++;
+		return -FI_EAGAIN;
+	}
 	request->context = req.context;
 	request->flags = req.comp_flags;
 	request->report = !(req.flags & FI_INJECT) && (!tx_selective_ || (req.flags & FI_COMPLETION));
@@ -142,9 +152,57 @@ ssize_t VerbsEndpoint::post_send(const SendRequest &req)
 	}
 	if (int err = ibv_post_send(qp_, &wr, &bad)) {
 		tx_pool_.release(request);
+		if (needs_credit)
+			peer_credits_++;
 		return err == ENOMEM ? -FI_EAGAIN : -err;
 	}
 	return 0;
+}
+
+bool VerbsEndpoint::take_peer_credit()
+{
+	uint64_t have = peer_credits_.load();
+	do {
+		if (have == 0)
+			return false;
+	} while (!peer_credits_.compare_exchange_weak(have, have - 1));
+	return true;
+}
+
+struct ofi_flow_ctrl_ops *VerbsEndpoint::flow_ctrl_ops()
+{
+	static struct ofi_flow_ctrl_ops ops = [] {
+		struct ofi_flow_ctrl_ops o {};
+		o.size = sizeof(o);
+		o.enable = Op<&VerbsEndpoint::flow_ctrl_enable>::call;
+		o.add_credits = Op<&VerbsEndpoint::flow_ctrl_add_credits>::call;
+		o.credits = Op<&VerbsEndpoint::flow_ctrl_credits>::call;
+		return o;
+	}();
+	return &ops;
+}
+
+int VerbsEndpoint::flow_ctrl_enable(uint64_t credits)
+{
+	if (flow_ctrl_.exchange(true))
+		return -FI_EALREADY;
+	peer_credits_ += credits;
+	return 0;
+}
+
+int VerbsEndpoint::flow_ctrl_add_credits(uint64_t credits)
+{
+	if (!flow_ctrl_.load())
+		return -FI_EOPBADSTATE;
+	peer_credits_ += credits;
+	return 0;
+}
+
+ssize_t VerbsEndpoint::flow_ctrl_credits()
+{
+	if (!flow_ctrl_.load())
+		return -FI_EOPBADSTATE;
+	return static_cast<ssize_t>(peer_credits_.load());
 }
 
 ssize_t VerbsEndpoint::recv(void *buf, size_t len, void *desc, fi_addr_t, void *context)

@@ -61,6 +61,10 @@ void define_params()
 	fi_param_define(&provider, "min_rnr_timer", FI_PARAM_INT,
 			"Minimum RNR NAK timer code 0-31 of receiving QPs (default %d)",
 			g_params.min_rnr_timer);
+	fi_param_define(&provider, "rnr_retry", FI_PARAM_INT,
+			"Retries 0-7 of a send that found no receive posted; 7 retries forever, 0 "
+			"fails the connection at once (tests use it to catch flow-control bugs) "
+			"(default %d)", g_params.rnr_retry);
 	fi_param_define(&provider, "use_odp", FI_PARAM_BOOL,
 			"Register memory as on-demand paging (default no)");
 }
@@ -89,6 +93,8 @@ void read_params()
 		g_params.gid_idx = value;
 	if (fi_param_get_int(&provider, "min_rnr_timer", &value) == 0 && value >= 0 && value <= 31)
 		g_params.min_rnr_timer = value;
+	if (fi_param_get_int(&provider, "rnr_retry", &value) == 0 && value >= 0 && value <= 7)
+		g_params.rnr_retry = value;
 	if (fi_param_get_bool(&provider, "use_odp", &value) == 0)
 		g_params.use_odp = value != 0;
 }

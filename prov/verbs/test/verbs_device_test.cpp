@@ -20,6 +20,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include "prov/util/flow_ctrl_ops.h"
+
 namespace {
 
 constexpr int kTimeoutMs = 10000;
@@ -592,3 +594,51 @@ TEST_F(VerbsDevice, EqWriteAndItsWaitFd)
 }
 
 } // namespace
+
+// The credit hooks rxm uses (prov/util/flow_ctrl_ops.h): once enabled, a send that would land
+// in a peer receive needs a credit, RMA writes do not, and added credits allow more sends.
+TEST_F(VerbsDevice, FlowControlOpsRefuseSendsWithoutCredits)
+{
+	void *opened = nullptr;
+	EXPECT_EQ(fi_open_ops(&domain_->fid, "no-such-ops", 0, &opened, nullptr), -FI_ENOSYS);
+	ASSERT_EQ(fi_open_ops(&domain_->fid, OFI_FLOW_CTRL_OPS_NAME, 0, &opened, nullptr), 0);
+	auto *ops = static_cast<struct ofi_flow_ctrl_ops *>(opened);
+	ASSERT_GE(ops->size, sizeof(*ops));
+	connect_pair();
+	if (HasFatalFailure())
+		return;
+	EXPECT_EQ(ops->credits(client_), -FI_EOPBADSTATE);
+	EXPECT_EQ(ops->add_credits(client_, 1), -FI_EOPBADSTATE);
+	EXPECT_EQ(ops->enable(reinterpret_cast<struct fid_ep *>(domain_), 1), -FI_EINVAL);
+	ASSERT_EQ(ops->enable(client_, 1), 0);
+	EXPECT_EQ(ops->enable(client_, 1), -FI_EALREADY);
+	EXPECT_EQ(ops->credits(client_), 1);
+
+	char small[8] = "credit";
+	struct fi_cq_data_entry entry {};
+	struct fi_cq_err_entry err {};
+	ASSERT_EQ(fi_inject(client_, small, sizeof(small), 0), 0); // the server's early receive
+	ASSERT_EQ(wait_cq(server_rx_, &entry, &err), 1);
+	EXPECT_EQ(ops->credits(client_), 0);
+	// The server posts a receive, but nobody told the client: still refused.
+	post_recv(server_, server_buf_, "rx-after");
+	EXPECT_EQ(fi_inject(client_, small, sizeof(small), 0), -FI_EAGAIN);
+	EXPECT_EQ(fi_senddata(client_, small, sizeof(small), nullptr, 1, 0, nullptr), -FI_EAGAIN);
+
+	// An RMA write consumes no receive and needs no credit.
+	std::vector<char> target(64, 0);
+	struct fid_mr *target_mr = reg(target.data(), target.size(), FI_REMOTE_WRITE);
+	ASSERT_EQ(fi_inject_write(client_, small, sizeof(small), 0,
+				  reinterpret_cast<uintptr_t>(target.data()), fi_mr_key(target_mr)),
+		  0);
+
+	ASSERT_EQ(ops->add_credits(client_, 1), 0);
+	EXPECT_EQ(ops->credits(client_), 1);
+	ASSERT_EQ(fi_inject(client_, small, sizeof(small), 0), 0);
+	ASSERT_EQ(wait_cq(server_rx_, &entry, &err), 1);
+	EXPECT_STREQ((char *)entry.op_context, "rx-after");
+	EXPECT_EQ(ops->credits(client_), 0);
+	// The other direction was never limited.
+	EXPECT_EQ(fi_inject(server_, small, sizeof(small), 0), 0);
+	ASSERT_EQ(wait_cq(client_rx_, &entry, &err), 1);
+}

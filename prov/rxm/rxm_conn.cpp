@@ -52,7 +52,7 @@ size_t RxmEndpoint::own_cm_data(uint8_t *out, RejectReason reason) const
 {
 	CmData cm;
 	cm.reject_reason = reason;
-	cm.credits = 0; // the core does its own flow control
+	cm.credits = granted_credits(); // 0 when the core does its own flow control
 	cm.eager_size = static_cast<uint32_t>(eager_limit_);
 	cm.identity = identity_;
 	return encode_cm_data(cm, out);
@@ -288,6 +288,7 @@ void RxmEndpoint::handle_connreq(const struct fi_eq_cm_entry *entry, size_t data
 	conn->peer_eager_size = cm.eager_size;
 	conn->deadline = setup_deadline();
 	conn_timers_active_ = true;
+	conn->peer_credit_grant = cm.credits;
 	switch (action) {
 	case ConnreqAction::accept_self:
 		conn->receive_only = true; // our own request: sends use the connecting half
@@ -338,6 +339,7 @@ void RxmEndpoint::on_connected(RxmConn *conn)
 			fi_recv(conn->core_ep, b.data, kWireHeaderSize + eager_limit_, desc, 0, &b.core);
 		conn->rx_posted = true;
 	}
+	start_flow_control(conn);
 	pump(conn);
 	post_pending_reads();
 }
@@ -372,6 +374,7 @@ void RxmEndpoint::handle_eq_event(uint32_t event, const struct fi_eq_cm_entry *e
 		    decode_cm_data({entry->data, data_len}, &cm) == 0) {
 			conn->peer_identity = cm.identity;
 			conn->peer_eager_size = cm.eager_size;
+			conn->peer_credit_grant = cm.credits;
 		}
 		RXM_INFO(FI_LOG_EP_CTRL, "conn %p to %s: connected (was %s)\n",
 			 static_cast<void *>(conn), describe_address(conn->peer_name).c_str(),

@@ -5,6 +5,7 @@
 #define OFI_PROV_RXM_CONN_H
 
 #include "prov/rxm/rxm_cm_data.h"
+#include "prov/rxm/rxm_credits.h"
 #include "prov/rxm/rxm_list.h"
 #include "prov/rxm/rxm_ops.h"
 #include "prov/rxm/rxm_sar.h"
@@ -55,6 +56,12 @@ public:
 	IntrusiveList<TxOp> awaiting; // rendezvous sends waiting for rndv_done
 
 	std::vector<RecvOp *> write_targets; // receives waiting for the sender's rendezvous writes
+
+	// Credit flow control (cores with flow_ctrl ops): receives the peer granted us, and
+	// our reposted buffers not yet reported to the peer.
+	uint16_t peer_credit_grant = 0; // initial credits from the peer's CM data (0: none)
+	SendCredits send_credits;
+	CreditReturn credit_return;
 
 	SarReassembly sar;
 	RecvOp *sar_target = nullptr;

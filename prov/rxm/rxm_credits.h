@@ -50,6 +50,8 @@ class CreditReturn {
 public:
 	// An update is worth a message once batch buffers have been freed.
 	explicit CreditReturn(uint32_t batch = 1) : batch_(batch ? batch : 1) {}
+	// The batch is known once the connection is up; buffers counted before are kept.
+	void set_batch(uint32_t batch) { batch_ = batch ? batch : 1; }
 
 	void buffer_reposted() { pending_++; }
 	bool update_due() const { return pending_ >= batch_; }

@@ -27,6 +27,10 @@ RxmDomain::RxmDomain(RxmFabric *fabric, struct fid_domain *core, struct fi_info 
 	embedded_fid.pub.ops = util::ops_ptr<RxmDomain, util::make_domain_ops<RxmDomain>>();
 	embedded_fid.pub.mr = util::ops_ptr<RxmDomain, util::make_mr_ops<RxmDomain>>();
 	fabric_->ref();
+	void *ops = nullptr;
+	if (fi_open_ops(&core_->fid, OFI_FLOW_CTRL_OPS_NAME, 0, &ops, nullptr) == 0 && ops &&
+	    static_cast<ofi_flow_ctrl_ops *>(ops)->size >= sizeof(ofi_flow_ctrl_ops))
+		flow_ctrl_ = static_cast<ofi_flow_ctrl_ops *>(ops);
 }
 
 int RxmDomain::open(RxmFabric *fabric, struct fi_info *info, struct fid_domain **domain,

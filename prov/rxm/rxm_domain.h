@@ -8,6 +8,8 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 
+#include "prov/util/flow_ctrl_ops.h"
+
 #include <atomic>
 #include <mutex>
 #include <unordered_map>
@@ -31,6 +33,9 @@ public:
 	bool core_needs_local_mr() const;
 	bool core_uses_virt_addr() const;
 	bool rma_capable() const { return rma_capable_; }
+	// The core's credit flow-control hooks (verbs), or nullptr when the core buffers on its
+	// own (tcp): then rxm grants no credits and counts none.
+	const struct ofi_flow_ctrl_ops *flow_ctrl() const { return flow_ctrl_; }
 	// Keys for rxm's own registrations when the core lets the user choose keys; the top bit
 	// keeps them apart from application keys.
 	uint64_t next_internal_key() { return (1ULL << 62) | next_key_++; }
@@ -62,6 +67,7 @@ private:
 	struct fi_info *core_info_;
 	struct fi_info *info_;
 	bool rma_capable_;
+	struct ofi_flow_ctrl_ops *flow_ctrl_ = nullptr;
 	std::atomic<uint64_t> next_key_{1};
 	std::mutex mr_lock_;
 	std::unordered_map<uint64_t, class RxmMr *> mrs_;

@@ -561,6 +561,10 @@ void RxmEndpoint::progress()
 		if (!conn->backlog.empty())
 			pump(conn);
 	run_conn_timers();
+	if (domain_->flow_ctrl()) // credit updates that found no room earlier
+		for (auto &conn : conns_)
+			if (conn->credit_return.update_due())
+				send_credit_update(conn.get());
 	close_retired();
 }
 

@@ -162,6 +162,15 @@ private:
 	int translate_desc(const struct iovec *iov, void **app_desc, size_t count, uint64_t access,
 			   TxOp *op);
 
+	// Credit flow control over cores that need it (rxm_flow_ctrl.cpp)
+	uint16_t granted_credits() const;
+	void start_flow_control(RxmConn *conn);
+	bool take_send_credit(RxmConn *conn);
+	void return_send_credit(RxmConn *conn);
+	void on_buffer_reposted(RxmConn *conn);
+	void send_credit_update(RxmConn *conn);
+	void handle_credit_update(RxmConn *conn, const WireHeader &hdr);
+
 	// Receiving (rxm_recv.cpp)
 	ssize_t recv_common(const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
 			    uint64_t tag, uint64_t ignore, void *context, uint64_t flags,
@@ -169,7 +178,7 @@ private:
 	RecvOp *alloc_recv();
 	void free_recv(RecvOp *op);
 	void on_rx_buffer(RxBuffer *buf, size_t len);
-	void repost(RxBuffer *buf);
+	bool repost(RxBuffer *buf);
 	void handle_message(RxmConn *conn, const WireHeader &hdr, std::span<const uint8_t> payload);
 	void handle_first(RxmConn *conn, const WireHeader &hdr, std::span<const uint8_t> payload);
 	void handle_sar_segment(RxmConn *conn, const WireHeader &hdr,

@@ -358,17 +358,18 @@ ssize_t RxmEndpoint::cancel(void *context)
 	return 0;
 }
 
-void RxmEndpoint::repost(RxBuffer *buf)
+bool RxmEndpoint::repost(RxBuffer *buf)
 {
 	RxmConn *conn = buf->conn;
 	if (conn->state == ConnState::closed || !conn->core_ep)
-		return;
+		return false;
 	void *desc = conn->rx_mr ? fi_mr_desc(conn->rx_mr) : nullptr;
 	ssize_t ret = fi_recv(conn->core_ep, buf->data, kWireHeaderSize + eager_limit_, desc, 0,
 			      &buf->core);
 	if (ret)
 		RXM_WARN(FI_LOG_EP_DATA, "reposting a receive buffer: %s\n",
 			 fi_strerror(static_cast<int>(-ret)));
+	return ret == 0;
 }
 
 void RxmEndpoint::on_rx_buffer(RxBuffer *buf, size_t len)
@@ -388,7 +389,8 @@ void RxmEndpoint::on_rx_buffer(RxBuffer *buf, size_t len)
 		return;
 	}
 	handle_message(conn, hdr, message.subspan(kWireHeaderSize));
-	repost(buf);
+	if (repost(buf))
+		on_buffer_reposted(conn);
 }
 
 void RxmEndpoint::handle_message(RxmConn *conn, const WireHeader &hdr,
@@ -426,7 +428,8 @@ void RxmEndpoint::handle_message(RxmConn *conn, const WireHeader &hdr,
 		handle_rndv_write_ready(conn, hdr, payload);
 		break;
 	case WireOp::credit_update:
-		break; // not used over cores that do their own flow control
+		handle_credit_update(conn, hdr);
+		break;
 	case WireOp::atomic_request:
 		handle_atomic_request(conn, hdr, payload);
 		break;

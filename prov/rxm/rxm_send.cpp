@@ -271,9 +271,13 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 	case TxKind::rndv:
 	case TxKind::atomic: {
 		TxBuffer *buf = op->prepared;
-		ssize_t ret = fi_send(conn->core_ep, buf->data, buf->len, tx_desc, 0, &buf->core);
-		if (ret == -FI_EAGAIN)
+		if (!take_send_credit(conn))
 			return false;
+		ssize_t ret = fi_send(conn->core_ep, buf->data, buf->len, tx_desc, 0, &buf->core);
+		if (ret == -FI_EAGAIN) {
+			return_send_credit(conn);
+			return false;
+		}
 		IntrusiveList<TxOp>::remove(op);
 		if (ret) {
 			fail_op(op, static_cast<int>(ret));
@@ -289,9 +293,13 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 	}
 	case TxKind::sar:
 		while (op->queued_len < op->total_len) {
-			TxBuffer *buf = alloc_tx_buffer(true);
-			if (!buf)
+			if (!take_send_credit(conn))
 				return false;
+			TxBuffer *buf = alloc_tx_buffer(true);
+			if (!buf) {
+				return_send_credit(conn);
+				return false;
+			}
 			size_t eager = conn->peer_eager_size
 					       ? std::min(conn->peer_eager_size, eager_limit_)
 					       : eager_limit_;
@@ -309,6 +317,7 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 			ssize_t ret = fi_send(conn->core_ep, buf->data, buf->len, tx_desc, 0, &buf->core);
 			if (ret == -FI_EAGAIN) {
 				free_tx_buffer(buf);
+				return_send_credit(conn);
 				return false;
 			}
 			if (ret) {

@@ -189,3 +189,15 @@ TEST(RxmCredits, ReturnBatches)
 	EXPECT_EQ(4u, r.take_pending());
 	EXPECT_FALSE(r.update_due());
 }
+
+TEST(RxmCredits, BatchSetLaterKeepsCountedBuffers)
+{
+	CreditReturn r;
+	r.buffer_reposted(); // before the connection is reported up
+	r.buffer_reposted();
+	r.set_batch(3);
+	EXPECT_FALSE(r.update_due());
+	r.buffer_reposted();
+	EXPECT_TRUE(r.update_due());
+	EXPECT_EQ(3u, r.take_pending());
+}

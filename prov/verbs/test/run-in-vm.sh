@@ -92,7 +92,9 @@ if [ "${1:-}" = "--inside-vm" ]; then
     # netdev in another namespace cannot reach anything ("No route to host"). Here both ends
     # stay in the initial namespace and policy routing keeps the kernel from short-cutting
     # traffic between its own addresses through lo: locally sent packets to .1 leave by
-    # veth2, to .2 by veth1, and the receiving end accepts a local source address.
+    # veth2, to .2 by veth1, and the receiving end accepts a local source address. The
+    # iif veth rules are for rdma_cm, which accepts a connection request only if the route
+    # back to the requester, looked up as if coming in on the receiving netdev, leaves by it.
     step "two hosts: rxe1 on veth1 (198.51.100.1) <-> rxe2 on veth2 (198.51.100.2)"
     ip link add veth1 type veth peer name veth2 &&
       ip addr add 198.51.100.1/32 dev veth1 && ip addr add 198.51.100.2/32 dev veth2 &&
@@ -104,6 +106,8 @@ if [ "${1:-}" = "--inside-vm" ]; then
       ip route add 198.51.100.2/32 dev veth1 src 198.51.100.1 table 102 &&
       ip rule add pref 100 iif lo to 198.51.100.1 lookup 101 &&
       ip rule add pref 101 iif lo to 198.51.100.2 lookup 102 &&
+      ip rule add pref 102 iif veth2 to 198.51.100.1 lookup 101 &&
+      ip rule add pref 103 iif veth1 to 198.51.100.2 lookup 102 &&
       ip rule add pref 1000 lookup local && ip rule del pref 0 lookup local &&
       rdma link add rxe1 type rxe netdev veth1 && rdma link add rxe2 type rxe netdev veth2
     rc=$?

@@ -1,7 +1,8 @@
 // Flood test of rxm's credit flow control over verbs (run in the Soft-RoCE VM by run-in-vm.sh):
 // two "verbs;ofi_rxm" endpoints in one process each queue kMessages sends to the other before
 // either posts a receive, then one side stays idle (no progress at all, so its core receive
-// buffers are not reposted) while the other keeps progressing, and finally receives are
+// buffers are not reposted, and with credits the sender stops at the last one) while the other
+// keeps progressing, and finally receives are
 // posted a few at a time. Run with FI_VERBS_RNR_RETRY=0: a send that reaches the peer with
 // no receive posted then breaks the connection (error completions), so the test fails
 // unless no send was ever posted without a credit.
@@ -161,6 +162,27 @@ int main(int argc, char **argv)
 	}
 
 	using Clock = std::chrono::steady_clock;
+	// Phase 0: message 0 each way with both sides progressing, so the connection is up (the
+	// idle side must have accepted it) before the flood.
+	auto setup_end = Clock::now() + std::chrono::seconds(60);
+	while (Clock::now() < setup_end && (sides[0].received < 1 || sides[1].received < 1)) {
+		for (int i = 0; i < 2; i++) {
+			Side &s = sides[i];
+			if (s.posted == 0)
+				post_some(s, 1);
+			if (s.sent == 0) {
+				char *buf = s.tx.data();
+				std::memset(buf, 0, kSize);
+				if (fi_tsend(s.ep, buf, kSize, fi_mr_desc(s.tx_mr), s.peer, 0, nullptr) == 0)
+					s.sent = 1;
+			}
+			poll(s, i ? "side 1" : "side 0");
+		}
+	}
+	if (sides[0].received < 1 || sides[1].received < 1) {
+		std::fprintf(stderr, "rxm_flood: the connection did not come up\n");
+		return 1;
+	}
 	// Phase 1: both queue their whole flood; only side 0 progresses for 3 s, so side 1's
 	// core buffers fill up and stay consumed.
 	auto phase_end = Clock::now() + std::chrono::seconds(3);

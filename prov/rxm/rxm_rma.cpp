@@ -97,7 +97,8 @@ void RxmEndpoint::on_remote_write(const struct fi_cq_data_entry &comp)
 	if (ctx && ctx->kind == CoreOpKind::rx_buffer) {
 		auto *buf = reinterpret_cast<RxBuffer *>(ctx);
 		conn = buf->conn;
-		repost(buf);
+		if (repost(buf))
+			on_buffer_reposted(conn);
 	}
 	if (!(comp.flags & FI_REMOTE_CQ_DATA) || !rx_cq_)
 		return;

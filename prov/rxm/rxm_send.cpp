@@ -347,15 +347,22 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 		msg.rma_iov_count = 1;
 		msg.context = &op->core;
 		uint64_t core_flags = FI_COMPLETION;
-		if (op->hdr.flags & wire_flag::remote_cq_data) { // set by rma_common for writedata
+		// A write with remote CQ data consumes a peer receive (verbs): it needs a credit.
+		bool needs_credit = op->hdr.flags & wire_flag::remote_cq_data;
+		if (needs_credit) { // set by rma_common for writedata
 			core_flags |= FI_REMOTE_CQ_DATA;
 			msg.data = op->hdr.cq_data;
+			if (!take_send_credit(conn))
+				return false;
 		}
 		ssize_t ret = op->kind == TxKind::rma_write
 				      ? fi_writemsg(conn->core_ep, &msg, core_flags)
 				      : fi_readmsg(conn->core_ep, &msg, core_flags);
-		if (ret == -FI_EAGAIN)
+		if (ret == -FI_EAGAIN) {
+			if (needs_credit)
+				return_send_credit(conn);
 			return false;
+		}
 		IntrusiveList<TxOp>::remove(op);
 		if (ret) {
 			fail_op(op, static_cast<int>(ret));

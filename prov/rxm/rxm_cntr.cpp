@@ -175,7 +175,7 @@ int RxmCntr::wait(uint64_t threshold, int timeout)
 
 int RxmCntr::control(int command, void *arg)
 {
-	return wait_control(command, arg, wait_obj_);
+	return rxm_wait_control(command, arg, wait_obj_);
 }
 
 int RxmCntr::trywait_all()

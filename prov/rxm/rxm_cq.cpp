@@ -264,7 +264,7 @@ int RxmCq::signal()
 int RxmCq::control(int command, void *arg)
 {
 	std::lock_guard guard(lock_);
-	return wait_control(command, arg, wait_obj_);
+	return rxm_wait_control(command, arg, wait_obj_);
 }
 
 int RxmCq::trywait_all()

@@ -344,12 +344,9 @@ void RxmEndpoint::register_wait_sources()
 	bool polled = core_cq_fd_ < 0 || core_eq_fd_ < 0;
 	for_each_distinct({tx_cq_, rx_cq_, send_cntr_, recv_cntr_, read_cntr_, write_cntr_},
 			  [&](RxmWaitable *w) {
-				  if (core_cq_fd_ >= 0)
-					  w->add_wait_source(core_cq_fd_);
-				  if (core_eq_fd_ >= 0)
-					  w->add_wait_source(core_eq_fd_);
-				  if (conn_timer_fd_ >= 0)
-					  w->add_wait_source(conn_timer_fd_);
+				  w->add_core_fd(core_cq_fd_);
+				  w->add_core_fd(core_eq_fd_);
+				  w->add_core_fd(conn_timer_fd_);
 				  if (polled)
 					  w->add_polled_source();
 			  });
@@ -363,10 +360,9 @@ void RxmEndpoint::unregister_wait_sources()
 	bool polled = core_cq_fd_ < 0 || core_eq_fd_ < 0;
 	for_each_distinct({tx_cq_, rx_cq_, send_cntr_, recv_cntr_, read_cntr_, write_cntr_},
 			  [&](RxmWaitable *w) {
-				  w->remove_wait_source(core_cq_fd_);
-				  w->remove_wait_source(core_eq_fd_);
-				  if (conn_timer_fd_ >= 0)
-					  w->remove_wait_source(conn_timer_fd_);
+				  w->remove_core_fd(core_cq_fd_);
+				  w->remove_core_fd(core_eq_fd_);
+				  w->remove_core_fd(conn_timer_fd_);
 				  if (polled)
 					  w->remove_polled_source();
 			  });

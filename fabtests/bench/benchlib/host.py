@@ -1,0 +1,108 @@
+"""The host part: tcp;ofi_rxm and tcp on loopback, the raw TCP limit, and connect scale."""
+
+import re
+import subprocess
+import sys
+import time
+
+from . import fabric
+from .runner import Ports, RUN_TIMEOUT, median
+
+SCALE_MEMORY_BUDGET_KB = 3 * 1024 * 1024   # do not push the shared machine into OOM
+SCALE_TIME_BUDGET_S = 20                   # stop growing N for a library past this
+
+
+def sizes(quick):
+    """Powers of two 1 B .. 4 MiB, plus 1.5x sizes at the crossovers in the full run."""
+    if quick:
+        return [1, 64, 1024, 16384, 65536, 262144, 1 << 20, 4 << 20]
+    out = [1 << i for i in range(23)]
+    # 1.5x around the rxm crossovers (16 KiB eager/SAR, 128 KiB SAR/rendezvous) and in the
+    # >= 1 MiB band; 1.5x of every size would double a run that must fit its budget.
+    out += [12 << 10, 24 << 10, 96 << 10, 192 << 10, 3 << 19, 3 << 20]
+    return sorted(out)
+
+
+def iterations(quick):
+    """Same for both libraries; enough bytes to get past start-up noise, bounded in time."""
+    scale = 2 if quick else 1
+
+    def count(kind, size):
+        if kind == "bw":   # whole windows of 64
+            return 64 * max(1, min(10 // scale, (64 << 20) // scale // size // 64))
+        return max(10, min(200 // scale, (16 << 20) // scale // size))
+    return count
+
+
+def providers(bins):
+    rdm = ["fi_msg_pingpong", "fi_tagged_pingpong", "fi_bw"]
+    if "fi_tagged_bw" in bins:
+        rdm.append("fi_tagged_bw")
+    return [("tcp;ofi_rxm", "rdm", rdm), ("tcp", "msg", ["fi_msg_pingpong", "fi_bw"])]
+
+
+def run_baseline_once(baseline_bin, kind, size, count, log):
+    """One raw TCP run with the iteration count the fabric runs of that size use."""
+    mode = "pingpong" if kind == "pp" else "stream"
+    p = subprocess.run([baseline_bin, mode, str(size), str(count)],
+                       capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    m = re.search(r"usec_xfer ([0-9.]+) MB_sec ([0-9.]+)", p.stdout)
+    if p.returncode or not m:
+        log.write(f"tcp_baseline {mode} {size} failed: {p.stderr}\n")
+        return None
+    return (float(m.group(1)), float(m.group(2)))
+
+
+def run(cfg, bins, baseline_bin, log):
+    """results as fabric.measure; base[(kind, size)] = (usec_xfer, MB_sec) medians of the
+    raw TCP runs made right beside the tcp;ofi_rxm pairs of the same size."""
+    count = iterations(cfg.quick)
+    raw = {}
+
+    def beside(prov, bench, size):
+        if prov == "tcp;ofi_rxm" and bench in ("fi_msg_pingpong", "fi_bw"):
+            kind = "pp" if bench == "fi_msg_pingpong" else "bw"
+            raw.setdefault((kind, size), []).append(
+                run_baseline_once(baseline_bin, kind, size, count(kind, size), log))
+
+    plan = fabric.plan_points(cfg.providers, cfg.sizes)
+    results = fabric.measure(plan, cfg.reps, bins, cfg.env, Ports(cfg.port_base), log, count,
+                             cfg.comp, beside=beside, label="host ")
+    base = {k: (median([v[0] for v in vals if v]), median([v[1] for v in vals if v]))
+            for k, vals in raw.items()}
+    return results, base
+
+
+def run_scale(cfg, scale_bin, log):
+    """scale[lib][n] = (connect_ms, hub_kb_per_peer, client_kb_per_peer) or a reason."""
+    counts = [2, 8, 32] if cfg.quick else [2, 4, 8, 16, 32, 64, 128, 256]
+    out = {"ours": {}, "system": {}}
+    stopped = {}
+    for i, n in enumerate(counts):
+        next_n = counts[i + 1] if i + 1 < len(counts) else n
+        for lib in ("ours", "system"):
+            if lib in stopped:
+                out[lib][n] = stopped[lib]
+                continue
+            t0 = time.time()
+            try:
+                p = subprocess.run([scale_bin, "-p", "tcp;ofi_rxm", str(n)], env=cfg.env[lib],
+                                   capture_output=True, text=True, timeout=120)
+            except subprocess.TimeoutExpired:
+                out[lib][n] = stopped[lib] = "timeout"
+                continue
+            m = re.search(r"connect_ms ([0-9.]+) hub_kb_per_peer ([-0-9.]+) "
+                          r"client_kb_per_peer ([-0-9.]+)", p.stdout)
+            if p.returncode or not m:
+                log.write(f"scale {lib} {n} failed: {p.stdout}{p.stderr}\n")
+                out[lib][n] = stopped[lib] = "failed"
+                continue
+            rec = tuple(float(x) for x in m.groups())
+            out[lib][n] = rec
+            # The next N must fit the shared machine's memory and time.
+            if rec[2] * next_n > SCALE_MEMORY_BUDGET_KB:
+                stopped[lib] = f"skipped: ~{rec[2] * next_n / 1024 / 1024:.1f} GiB"
+            elif time.time() - t0 > SCALE_TIME_BUDGET_S:
+                stopped[lib] = "skipped: too slow"
+    print(f"  scale done", file=sys.stderr, flush=True)
+    return out

@@ -1,0 +1,132 @@
+"""Markdown tables of medians, ours vs system vs the physical limit."""
+
+from .runner import median
+
+
+def fmt(v, digits=2):
+    if v is None:
+        return "fail"
+    if isinstance(v, str):
+        return v
+    if v >= 1000:
+        return f"{v:.0f}"
+    return f"{v:.{digits}f}"
+
+
+def msg_rate(usec_per_msg):
+    """Thousands of messages per second; fabtests prints Mxfers/s with 2 decimals only."""
+    return 1000.0 / usec_per_msg if usec_per_msg else None
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def size_name(s):
+    for unit, shift in (("MiB", 20), ("KiB", 10)):
+        if s >= 1 << shift and s % (1 << (shift - 1)) == 0:
+            return f"{s / (1 << shift):g} {unit}"
+    return f"{s} B"
+
+
+def med(results, prov, bench, size, lib, key):
+    recs = results.get((prov, bench, size), {}).get(lib, [])
+    return median([r[key] if r else None for r in recs])
+
+
+def markdown(head, rows):
+    return (["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] +
+            ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def lat_cells(results, prov, bench, size):
+    o = med(results, prov, bench, size, "ours", "usec_xfer")
+    s = med(results, prov, bench, size, "system", "usec_xfer")
+    return [fmt(o), fmt(s), fmt(ratio(o, s))], o
+
+
+def bw_cells(results, prov, size, bench="fi_bw"):
+    o = med(results, prov, bench, size, "ours", "MB_sec")
+    s = med(results, prov, bench, size, "system", "MB_sec")
+    return [fmt(o), fmt(s), fmt(ratio(o, s))], o
+
+
+def host_table(results, base, sizes, prov, benches):
+    """tcp;ofi_rxm or tcp on loopback, raw TCP socket beside."""
+    head = ["size"]
+    if "fi_msg_pingpong" in benches:
+        head += ["msg lat ours", "system", "ratio"]
+    if "fi_tagged_pingpong" in benches:
+        head += ["tagged lat ours", "system", "ratio"]
+    head += ["raw TCP lat", "bw ours MB/s", "system", "ratio", "raw TCP MB/s", "ours/raw",
+             "kmsg/s ours", "system"]
+    rows = []
+    for size in sizes:
+        row = [size_name(size)]
+        for bench in ("fi_msg_pingpong", "fi_tagged_pingpong"):
+            if bench in benches:
+                row += lat_cells(results, prov, bench, size)[0]
+        row.append(fmt(base.get(("pp", size), (None, None))[0]))
+        cells, o = bw_cells(results, prov, size)
+        raw = base.get(("bw", size), (None, None))[1]
+        row += cells + [fmt(raw), fmt(ratio(o, raw))]
+        row += [fmt(msg_rate(med(results, prov, "fi_bw", size, lib, "usec_xfer")), 1)
+                for lib in ("ours", "system")]
+        rows.append(row)
+    return markdown(head, rows)
+
+
+def vm_table(results, limits, sizes, prov, benches):
+    """verbs;ofi_rxm or verbs in the VM, ibv_rc_pingpong and perftest beside. Bandwidth is
+    the ping-pong's (one message in flight), streaming bandwidth only for perftest."""
+    head = ["size"]
+    if "fi_msg_pingpong" in benches:
+        head += ["msg lat ours", "system", "ratio"]
+    if "fi_tagged_pingpong" in benches:
+        head += ["tagged lat ours", "system", "ratio"]
+    head += ["ibv_rc_pingpong lat", "ib_send_lat", "ours/ibv_rc", "pingpong MB/s ours",
+             "system", "ratio", "ib_send_bw MB/s (stream)"]
+    rows = []
+    for size in sizes:
+        row = [size_name(size)]
+        first = None
+        for bench in ("fi_msg_pingpong", "fi_tagged_pingpong"):
+            if bench in benches:
+                cells, o = lat_cells(results, prov, bench, size)
+                row += cells
+                first = o if first is None else first
+        rc = limits.get(("ibv_rc_pingpong", size))
+        row += [fmt(rc), fmt(limits.get(("ib_send_lat", size))), fmt(ratio(first, rc))]
+        cells, o = bw_cells(results, prov, size, "fi_msg_pingpong")
+        row += cells + [fmt(limits.get(("ib_send_bw", size)))]
+        rows.append(row)
+    return markdown(head, rows)
+
+
+def rate_table(results, prov, sizes=(8, 64)):
+    """Message rate of windowed streams of small messages, untagged and tagged."""
+    head = ["size", "msg kmsg/s ours", "system", "ratio", "tagged kmsg/s ours", "system",
+            "ratio"]
+    rows = []
+    for size in sizes:
+        row = [size_name(size)]
+        for bench in ("fi_bw", "fi_tagged_bw"):
+            o = msg_rate(med(results, prov, bench, size, "ours", "usec_xfer"))
+            s = msg_rate(med(results, prov, bench, size, "system", "usec_xfer"))
+            row += [fmt(o, 1), fmt(s, 1), fmt(ratio(o, s))]
+        rows.append(row)
+    return markdown(head, rows)
+
+
+def scale_table(scale):
+    head = ["N peers", "connect ms ours", "system", "hub KiB/peer ours", "system",
+            "client KiB/endpoint ours", "system"]
+    rows = []
+    for n in sorted(scale["ours"]):
+        cells = [str(n)]
+        for idx in range(3):
+            for lib in ("ours", "system"):
+                v = scale[lib].get(n)
+                cells.append(fmt(v[idx], 1) if isinstance(v, tuple) else (v or "-"))
+        rows.append(cells)
+    return markdown(head, rows)

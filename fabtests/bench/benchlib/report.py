@@ -131,7 +131,8 @@ def write(cfg, run, out_path):
     md += tables.scale_table(run["scale"]) if run["scale"]["ours"] else ["(not run)"]
     md += [""]
     if not run["tagged_bw"]:
-        md += ["Not measured: tagged message rate (no fi_tagged_bw in the build tree).", ""]
+        md += ["Not measured: tagged message rate (no fabtests/benchmarks/fi_tagged_bw in the "
+               "build tree).", ""]
     if run["png"]:
         md += ["Plot: [bench.png](bench.png) (latency and bandwidth vs size, ours vs system "
                "vs the limit; tcp;ofi_rxm on loopback" +

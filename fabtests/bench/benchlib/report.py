@@ -69,7 +69,7 @@ VM_METHOD = (
     "verbs CQ\"). Our fabtests binaries are not used here because the system's verbs CQs "
     "refuse their FI_CQ_FORMAT_TAGGED (-FI_ENOSYS); tagged and streaming bandwidth are "
     "measured on the host only (a process pair costs 10-30 s to start under emulation, the "
-    "time budget holds four sizes). The wire limit beside: `ibv_rc_pingpong` (ibverbs-utils; "
+    "time budget holds three sizes, one per rxm protocol). The wire limit beside: `ibv_rc_pingpong` (ibverbs-utils; "
     "its usec/iter is a round trip, halved here) and perftest's `ib_send_lat` (t_avg, one "
     "way) and `ib_send_bw` (BW average of a stream, converted from MiB/s to MB/s) on rxe0, "
     "same sizes, once per repetition after the library runs. A pair that does not finish in "

@@ -64,9 +64,9 @@ VM_METHOD = (
     "Latency and ping-pong bandwidth come from Debian's own `/usr/bin/fi_pingpong -S SIZE "
     "-I {iters}` (`-m msg`), the same binary for both libraries, alternating per size as on "
     "the host; each cell is the median of {reps} repetitions. Both libraries run with "
-    "`FI_UNIVERSE_SIZE=64`: with the default 256 the system's rxm asks rxe for a 65536-entry "
-    "core CQ, more than rxe allows, and its fi_enable fails (-FI_EINVAL, \"Unable to create "
-    "verbs CQ\"). Our fabtests binaries are not used here because the system's verbs CQs "
+    "`FI_UNIVERSE_SIZE=64`: with the default (256) the system's rxm, which sizes its core CQs "
+    "by the universe size, cannot create them on rxe and its fi_enable fails (-FI_EINVAL, "
+    "\"Unable to create verbs CQ\"). Our fabtests binaries are not used here because the system's verbs CQs "
     "refuse their FI_CQ_FORMAT_TAGGED (-FI_ENOSYS); tagged and streaming bandwidth are "
     "measured on the host only (a process pair costs 10-30 s to start under emulation, the "
     "time budget holds three sizes, one per rxm protocol). The wire limit beside: `ibv_rc_pingpong` (ibverbs-utils; "
@@ -84,7 +84,9 @@ def vm_section(vm, vm_results, vm_limits):
           VM_METHOD.format(iters=vm["iterations"], reps=vm["reps"]), "",
           "Libraries in the VM: " + "; ".join(f"{k} = `{v}`"
                                                for k, v in vm["resolved"].items()) + ". " +
-          load_note("VM load", vm["load"][0], vm["load"][1], 2) +
+          "Load average inside the VM {:.1f} / {:.1f} / {:.1f} at the start, {:.1f} / {:.1f} / "
+          "{:.1f} at the end (what starves the VM is the host's load, above).".format(
+              *vm["load"][0], *vm["load"][1]) +
           f" The VM part took {vm['elapsed'] / 60:.1f} minutes, "
           f"{vm['failures']} failed runs (cells marked fail).", ""]
     md += tables.vm_table(vm_results, vm_limits, vm["sizes"], "verbs;ofi_rxm",
@@ -107,6 +109,8 @@ def write(cfg, run, out_path):
           "Libraries: " + "; ".join(f"{k} = `{v}`" for k, v in cfg.resolved.items()) +
           f". Ours was built {build_stamp(cfg.build, cfg.srcdir)}.", "",
           load_note("Host load", run["load"][0], run["load"][1], os.cpu_count() or 1), ""]
+    if cfg.concurrent_note:
+        md += [cfg.concurrent_note, ""]
     md += ["## Targets (issue 7)", "", "| target | measured | verdict |", "|---|---|---|"]
     for name, v, verdict in run["targets"]:
         md.append(f"| {name} | {fmt(v, 3)} | {verdict} |")

@@ -10,6 +10,8 @@ def fmt(v, digits=2):
         return v
     if v >= 1000:
         return f"{v:.0f}"
+    if 0 < v < 0.01:   # e.g. MB/s of a 64 B ping-pong under emulation
+        return f"{v:.2g}"
     return f"{v:.{digits}f}"
 
 

@@ -122,6 +122,10 @@ def decode(data):
     """JSON lists back into the dict shapes the report uses."""
     results = {}
     for prov, bench, size, lib, rec in data.get("results", []):
+        if rec and rec.get("usec_xfer"):
+            # fi_pingpong rounds MB/sec to 2 decimals (0.00 at 64 B under emulation); the
+            # same figure from its latency: bytes per usec = 10^6 bytes/s.
+            rec["MB_sec"] = size / rec["usec_xfer"]
         results.setdefault((prov, bench, size), {}).setdefault(lib, []).append(rec)
     limits = {(tool, size): vals for tool, size, vals in data.get("limits", [])}
     return results, {k: median(v) for k, v in limits.items()}

@@ -13,6 +13,7 @@
 #include <rdma/fi_rma.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace tcp {
@@ -170,6 +171,13 @@ private:
 	// Reads into the current target; returns false when the socket has no more data.
 	bool read_payload();
 	bool read_header();
+	// Bytes read from the socket into the stage and not consumed yet.
+	size_t staged() const { return stage_len_ - stage_pos_; }
+	// Reads what the socket has (up to kStageSize) into the empty stage; false when it
+	// has nothing now or the stream ended.
+	bool fill_stage();
+	// Maps a socket read result: true for data, false for "nothing now" or a lost peer.
+	bool socket_result(ssize_t n, size_t asked);
 
 	ConnectionOwner &owner_;
 	Limits limits_;
@@ -199,7 +207,16 @@ private:
 	RxEntry *matched_ = nullptr;  // receive being filled
 	void *matched_buf_ = nullptr;
 	int write_status_ = 0;
-	uint8_t scratch_[4096]{};
+
+	// Small messages arrive with their header in one recv into the stage (and the next
+	// headers with them); payloads of kStageSize or more go straight to their buffers.
+	static constexpr size_t kStageSize = 512;
+	std::unique_ptr<uint8_t[]> stage_;  // allocated when the stream starts
+	size_t stage_pos_ = 0;
+	size_t stage_len_ = 0;
+	// A read of this progress_rx call came back short, so the socket was empty: don't ask
+	// it again in the same call (saves the EAGAIN system call after every message).
+	bool drained_ = false;
 };
 
 } // namespace tcp

@@ -9,7 +9,9 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 namespace tcp {
 
@@ -76,8 +78,13 @@ void Connection::reset_rx()
 
 void Connection::progress_rx()
 {
-	// A bounded number of steps per call so one busy peer cannot starve the others.
-	for (int budget = 64; budget > 0 && active(); budget--) {
+	// A bounded number of socket reads per call so one busy peer cannot starve the others;
+	// bytes already in the stage are always processed (epoll would not report them).
+	int budget = 64;
+	drained_ = false;
+	while (active()) {
+		if (!staged() && budget-- <= 0)
+			return;
 		switch (rx_state_) {
 		case RxState::header:
 			if (!read_header())
@@ -96,34 +103,42 @@ void Connection::progress_rx()
 	}
 }
 
-// Maps a failed or empty socket read to "stop for now" (false) or a lost connection.
-static bool socket_read_ok(ssize_t n, bool *lost_peer, bool *again)
+bool Connection::socket_result(ssize_t n, size_t asked)
 {
-	*lost_peer = false;
-	*again = false;
-	if (n > 0)
+	if (n > 0) {
+		if (static_cast<size_t>(n) < asked)
+			drained_ = true;
 		return true;
-	if (n == 0)
-		*lost_peer = true;
-	else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-		*again = true;
-	else
-		*lost_peer = true;
+	}
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+		drained_ = errno != EINTR;
+		return false;
+	}
+	lost(n == 0 ? 0 : FI_ECONNRESET);
 	return false;
+}
+
+bool Connection::fill_stage()
+{
+	if (drained_)
+		return false;
+	ssize_t n = recv(fd_, stage_.get(), kStageSize, MSG_DONTWAIT);
+	if (!socket_result(n, kStageSize))
+		return false;
+	stage_pos_ = 0;
+	stage_len_ = static_cast<size_t>(n);
+	return true;
 }
 
 bool Connection::read_header()
 {
 	while (header_got_ < kWireHeaderSize) {
-		ssize_t n = recv(fd_, header_buf_ + header_got_, kWireHeaderSize - header_got_,
-				 MSG_DONTWAIT);
-		bool peer_gone, again;
-		if (!socket_read_ok(n, &peer_gone, &again)) {
-			if (peer_gone)
-				lost(n == 0 ? 0 : FI_ECONNRESET);
+		if (!staged() && !fill_stage())
 			return false;
-		}
-		header_got_ += static_cast<size_t>(n);
+		size_t n = std::min(staged(), kWireHeaderSize - header_got_);
+		memcpy(header_buf_ + header_got_, stage_.get() + stage_pos_, n);
+		stage_pos_ += n;
+		header_got_ += n;
 	}
 	if (decode_header(header_buf_, UINT64_MAX, &header_) != 0) {
 		protocol_error("malformed header");
@@ -273,23 +288,32 @@ bool Connection::handle_ack()
 
 bool Connection::read_payload()
 {
-	ssize_t n;
+	if (!staged()) {
+		if (!into_.done() && into_.remaining() >= kStageSize) {
+			// Large payloads go straight from the socket to their buffers.
+			if (drained_)
+				return false;
+			size_t asked = into_.remaining();
+			ssize_t n = readv(fd_, into_.current(), into_.current_count());
+			if (!socket_result(n, asked))
+				return false;
+			into_.advance(static_cast<size_t>(n));
+			if (into_.done() && discard_left_ == 0)
+				finish_payload();
+			return true;
+		}
+		if (!fill_stage())
+			return false;
+	}
+	const uint8_t *src = stage_.get() + stage_pos_;
+	size_t n;
 	if (!into_.done()) {
-		n = readv(fd_, into_.current(), into_.current_count());
+		n = into_.fill(src, staged());
 	} else {
-		size_t chunk = discard_left_ < sizeof(scratch_) ? discard_left_ : sizeof(scratch_);
-		n = recv(fd_, scratch_, chunk, MSG_DONTWAIT);
+		n = static_cast<size_t>(std::min<uint64_t>(discard_left_, staged()));
+		discard_left_ -= n;
 	}
-	bool peer_gone, again;
-	if (!socket_read_ok(n, &peer_gone, &again)) {
-		if (peer_gone)
-			lost(n == 0 ? 0 : FI_ECONNRESET);
-		return false;
-	}
-	if (!into_.done())
-		into_.advance(static_cast<size_t>(n));
-	else
-		discard_left_ -= static_cast<uint64_t>(n);
+	stage_pos_ += n;
 	if (into_.done() && discard_left_ == 0)
 		finish_payload();
 	return true;

@@ -58,7 +58,8 @@ Connection::Connection(ConnectionOwner &owner, const Limits &limits)
     : owner_(owner), limits_(limits), tx_pool_(limits.tx_size, limits.inject_size),
       // The peer may have this many reads and acknowledged operations in flight before we
       // stop reading its stream; it bounds memory, not correctness.
-      response_pool_(limits.rx_size + limits.tx_size, 0), rx_entries_(limits.rx_size)
+      response_pool_(limits.rx_size + limits.tx_size, 0), rx_entries_(limits.rx_size),
+      stage_(std::make_unique_for_overwrite<uint8_t[]>(kStageSize))
 {
 	rx_free_.reserve(rx_entries_.size());
 	for (auto &r : rx_entries_)

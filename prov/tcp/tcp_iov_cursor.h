@@ -50,6 +50,22 @@ public:
 	const iovec *current() const { return iov_ + index_; }
 	int current_count() const { return static_cast<int>(count_ - index_); }
 
+	// Copies up to len bytes from src into the buffers and advances past them; returns
+	// the number copied.
+	size_t fill(const uint8_t *src, size_t len)
+	{
+		size_t copied = 0;
+		while (len > 0 && index_ < count_) {
+			size_t step = len < iov_[index_].iov_len ? len : iov_[index_].iov_len;
+			__builtin_memcpy(iov_[index_].iov_base, src, step);
+			src += step;
+			len -= step;
+			copied += step;
+			advance(step);
+		}
+		return copied;
+	}
+
 	void advance(size_t bytes)
 	{
 		remaining_ -= bytes;

@@ -15,6 +15,8 @@
 
 #include <rdma/fi_domain.h>
 
+#include <atomic>
+
 namespace util {
 
 class EventQueue;
@@ -39,6 +41,14 @@ public:
 	// The domain lock (the engine's): hold it while touching state that progress touches.
 	Lock &lock() noexcept { return engine_.lock(); }
 	void progress() { engine_.progress(); }
+	// Fabric-wide progress (EQ reads) passes over a domain only when its engine has
+	// progress sources or the fabric engine saw the domain's engine fd ready since the
+	// last pass: an idle domain then costs no system call.
+	FdHandler *activity_watch() noexcept { return &activity_; }
+	bool needs_fabric_pass() noexcept
+	{
+		return engine_.has_sources() || activity_.seen.exchange(false);
+	}
 
 	MrMap &mr_map() noexcept { return mr_map_; }
 	EventQueue *eq() const noexcept { return eq_; }
@@ -76,6 +86,11 @@ protected:
 	}
 
 private:
+	struct Activity : FdHandler {
+		std::atomic<bool> seen{true};
+		void on_fd_ready(int, uint32_t) override { seen = true; }
+	};
+
 	Fabric &fabric_;
 	struct fi_info *info_;
 	Lock::Kind lock_kind_;
@@ -84,6 +99,7 @@ private:
 	MrMap mr_map_;
 	EventQueue *eq_ = nullptr;
 	uint64_t eq_flags_ = 0;
+	Activity activity_;
 };
 
 } // namespace util

@@ -34,8 +34,8 @@ void Fabric::register_domain(Domain *domain)
 		domains_.push_back(domain);
 	}
 	// EQ sleepers watch the fabric engine fd; nesting the domain's engine there makes
-	// them wake for domain activity too.
-	engine_.add_fd(domain->engine().fd(), EPOLLIN, nullptr);
+	// them wake for domain activity too, and tells progress_all which domains are busy.
+	engine_.add_fd(domain->engine().fd(), EPOLLIN, domain->activity_watch());
 }
 
 void Fabric::unregister_domain(Domain *domain)
@@ -52,7 +52,8 @@ void Fabric::progress_all()
 	// because progress may re-enter (e.g. a handler reading an EQ).
 	std::lock_guard<std::recursive_mutex> guard(domains_mutex_);
 	for (size_t i = 0; i < domains_.size(); ++i)
-		domains_[i]->progress();
+		if (domains_[i]->needs_fabric_pass())
+			domains_[i]->progress();
 }
 
 int Fabric::eq_open(struct fi_eq_attr *attr, struct fid_eq **eq, void *context)

@@ -91,6 +91,7 @@ int ProgressEngine::add_source(ProgressSource *source)
 	if (std::find(sources_.begin(), sources_.end(), source) != sources_.end())
 		return -FI_EALREADY;
 	sources_.push_back(source);
+	source_count_ = sources_.size();
 	return 0;
 }
 
@@ -98,6 +99,7 @@ void ProgressEngine::remove_source(ProgressSource *source)
 {
 	LockGuard guard(lock_);
 	sources_.erase(std::remove(sources_.begin(), sources_.end(), source), sources_.end());
+	source_count_ = sources_.size();
 }
 
 void ProgressEngine::progress()

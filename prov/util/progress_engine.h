@@ -63,6 +63,7 @@ public:
 
 	int add_source(ProgressSource *source);
 	void remove_source(ProgressSource *source);
+	bool has_sources() const noexcept { return source_count_.load() > 0; }
 
 	// One pass: dispatch ready fds, then run every source.
 	void progress();
@@ -95,6 +96,7 @@ private:
 	int stop_fd_ = -1;  // eventfd that wakes the auto-progress thread for shutdown
 	std::atomic<bool> stopping_{false};
 	std::vector<ProgressSource *> sources_;
+	std::atomic<size_t> source_count_{0};
 	std::thread thread_;
 };
 

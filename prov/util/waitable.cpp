@@ -130,10 +130,10 @@ void Waitable::set_event_fd()
 
 void Waitable::clear_event_fd()
 {
+	// One read resets a (non-semaphore) eventfd's counter to zero.
 	uint64_t value;
 	if (event_fd_ >= 0)
-		while (::read(event_fd_, &value, sizeof(value)) == sizeof(value)) {
-		}
+		[[maybe_unused]] ssize_t rc = ::read(event_fd_, &value, sizeof(value));
 	event_fd_set_ = false;
 	// A pending interrupt must stay visible to the blocked reader.
 	if (interrupted_.load())

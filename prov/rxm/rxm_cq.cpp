@@ -153,6 +153,13 @@ ssize_t RxmCq::readfrom(void *buf, size_t count, fi_addr_t *src_addr)
 	if (!buf && count)
 		return -FI_EINVAL;
 	progress();
+	return take_entries(buf, count, src_addr);
+}
+
+ssize_t RxmCq::take_entries(void *buf, size_t count, fi_addr_t *src_addr)
+{
+	if (!buf && count)
+		return -FI_EINVAL;
 	std::lock_guard guard(lock_);
 	if (!errors_.empty())
 		return -FI_EAVAIL;
@@ -247,7 +254,7 @@ ssize_t RxmCq::sreadfrom(void *buf, size_t count, fi_addr_t *src_addr, const voi
 		if (rc < 0)
 			return rc;
 	}
-	return readfrom(buf, count, src_addr);
+	return take_entries(buf, count, src_addr);
 }
 
 ssize_t RxmCq::sread(void *buf, size_t count, const void *cond, int timeout)

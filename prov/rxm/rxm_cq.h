@@ -58,6 +58,8 @@ public:
 			 uint64_t data, uint64_t tag, int prov_errno);
 
 private:
+	// Copies out ready entries without progressing (sread has just progressed).
+	ssize_t take_entries(void *buf, size_t count, fi_addr_t *src_addr);
 	RxmCq(RxmDomain *domain, enum fi_cq_format format, enum fi_wait_obj wait_obj,
 	      void *context);
 	void progress();

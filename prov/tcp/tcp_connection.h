@@ -7,6 +7,7 @@
 #define PROV_TCP_TCP_CONNECTION_H
 
 #include "prov/tcp/tcp_iov_cursor.h"
+#include "prov/tcp/tcp_lazy_pool.h"
 #include "prov/tcp/tcp_wire.h"
 
 #include <rdma/fabric.h>
@@ -37,6 +38,8 @@ public:
 				  uint8_t **addr) = 0;
 	// The stream ended (peer closed, socket error or protocol violation).
 	virtual void connection_lost(int err) = 0;
+	// A message waits for a receive on the shared queue: resume reading on the next post.
+	virtual void rx_starved() {}
 };
 
 // One posted receive.
@@ -71,7 +74,8 @@ struct TxEntry {
 	TxEntry *next = nullptr;
 };
 
-// Fixed-size pool handing out TxEntry slots without allocating on the data path.
+// Fixed-size pool handing out TxEntry slots without allocating on the data path (slots are
+// built on first use, see LazyPool).
 class TxPool {
 public:
 	TxPool(size_t entries, size_t inject_size);
@@ -79,21 +83,42 @@ public:
 	void put(TxEntry *e);
 	// The entry a peer's ack/read response names, or nullptr if it names none of ours.
 	TxEntry *find_awaiting(uint64_t id);
-	size_t available() const { return free_.size(); }
-	size_t capacity() const { return entries_.size(); }
+	size_t available() const { return entries_.available(); }
+	size_t capacity() const { return entries_.capacity(); }
 	template <class Fn>
 	void for_each_in_use(Fn fn)
 	{
-		for (auto &e : entries_)
-			if (e.in_use)
-				fn(&e);
+		for (size_t i = 0; i < entries_.made(); i++)
+			if (entries_.at(i)->in_use)
+				fn(entries_.at(i));
 	}
 
 private:
-	std::vector<TxEntry> entries_;
-	std::vector<uint8_t> inject_storage_;
-	std::vector<TxEntry *> free_;
+	LazyPool<TxEntry> entries_;
+	size_t inject_size_;
+	LazyBytes inject_storage_;
 	uint32_t generation_ = 1;
+};
+
+// Posted receives in order: a connection's own, or those of a shared receive context
+// (TcpSrx) that several connections take from.
+class RxQueue {
+public:
+	explicit RxQueue(size_t capacity) : entries_(capacity) {}
+	// Checks and queues a receive: 0, -FI_EINVAL or -FI_EAGAIN (full).
+	int post(const iovec *iov, size_t count, void *context, uint64_t op_flags);
+	RxEntry *head() const { return head_; }
+	void pop_head();
+	void push_front(RxEntry *r);   // a receive taken but not completed goes back first
+	// Unlinks the receive posted with `context` (skipping `busy`); nullptr if none.
+	RxEntry *unlink(void *context, const RxEntry *busy);
+	void release(RxEntry *r) { entries_.put(r); }
+	size_t available() const { return entries_.available(); }
+	bool empty() const { return head_ == nullptr; }
+
+private:
+	LazyPool<RxEntry> entries_;
+	RxEntry *head_ = nullptr, *tail_ = nullptr;
 };
 
 // One send-side operation as the endpoint hands it over.
@@ -131,11 +156,15 @@ public:
 	// Operations posted before attach() wait in the queue.
 	int post_recv(const iovec *iov, size_t count, void *context, uint64_t op_flags);
 	int cancel_recv(void *context);
+	// Takes receives from `queue` (a shared receive context) instead of its own; set
+	// before any receive is posted. nullptr goes back to its own queue.
+	void use_shared_rx(RxQueue *queue);
+	bool shared_rx() const { return rxq_ != &own_rx_; }
 	int post_msg(const PostArgs &args);
 	int post_write(const PostArgs &args, const fi_rma_iov &target);
 	int post_read(const PostArgs &args, const fi_rma_iov &target);
 	size_t tx_free() const { return tx_pool_.available(); }
-	size_t rx_free() const { return rx_free_.size(); }
+	size_t rx_free() const { return rxq_->available(); }
 
 	void set_min_multi_recv(size_t bytes) { min_multi_recv_ = bytes; }
 	size_t min_multi_recv() const { return min_multi_recv_; }
@@ -189,9 +218,8 @@ private:
 	TxPool response_pool_;   // acks and read responses owed to the peer
 	TxEntry *tx_head_ = nullptr, *tx_tail_ = nullptr;
 
-	RxEntry *rx_head_ = nullptr, *rx_tail_ = nullptr;
-	std::vector<RxEntry> rx_entries_;
-	std::vector<RxEntry *> rx_free_;
+	RxQueue own_rx_;
+	RxQueue *rxq_ = &own_rx_;
 
 	RxState rx_state_ = RxState::header;
 	uint8_t header_buf_[kWireHeaderSize]{};
@@ -205,6 +233,7 @@ private:
 	TxEntry *reply_ = nullptr;    // ack owed once this payload is in
 	TxEntry *read_ = nullptr;     // our read being answered
 	RxEntry *matched_ = nullptr;  // receive being filled
+	bool matched_taken_ = false;  // unlinked from a shared queue while being filled
 	void *matched_buf_ = nullptr;
 	int write_status_ = 0;
 

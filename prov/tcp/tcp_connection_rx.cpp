@@ -15,7 +15,7 @@
 
 namespace tcp {
 
-int Connection::post_recv(const iovec *iov, size_t count, void *context, uint64_t op_flags)
+int RxQueue::post(const iovec *iov, size_t count, void *context, uint64_t op_flags)
 {
 	if (count > kIovLimit || (count && !iov))
 		return -FI_EINVAL;
@@ -27,10 +27,9 @@ int Connection::post_recv(const iovec *iov, size_t count, void *context, uint64_
 		    __builtin_add_overflow(capacity, iov[i].iov_len, &capacity))
 			return -FI_EINVAL;
 	}
-	if (rx_free_.empty())
+	RxEntry *r = entries_.get();
+	if (!r)
 		return -FI_EAGAIN;
-	RxEntry *r = rx_free_.back();
-	rx_free_.pop_back();
 	*r = RxEntry{};
 	r->context = context;
 	r->op_flags = op_flags;
@@ -38,33 +37,75 @@ int Connection::post_recv(const iovec *iov, size_t count, void *context, uint64_
 		r->iov[i] = iov[i];
 	r->iov_count = count;
 	r->capacity = capacity;
-	if (rx_tail_)
-		rx_tail_->next = r;
+	if (tail_)
+		tail_->next = r;
 	else
-		rx_head_ = r;
-	rx_tail_ = r;
-	if (rx_state_ == RxState::pending)
-		progress_rx();
+		head_ = r;
+	tail_ = r;
 	return 0;
+}
+
+void RxQueue::pop_head()
+{
+	head_ = head_->next;
+	if (!head_)
+		tail_ = nullptr;
+}
+
+void RxQueue::push_front(RxEntry *r)
+{
+	r->next = head_;
+	head_ = r;
+	if (!tail_)
+		tail_ = r;
+}
+
+RxEntry *RxQueue::unlink(void *context, const RxEntry *busy)
+{
+	RxEntry *prev = nullptr;
+	for (RxEntry *r = head_; r; prev = r, r = r->next) {
+		if (r->context != context || r == busy)
+			continue;
+		(prev ? prev->next : head_) = r->next;
+		if (tail_ == r)
+			tail_ = prev;
+		return r;
+	}
+	return nullptr;
+}
+
+void Connection::use_shared_rx(RxQueue *queue)
+{
+	if (matched_taken_ && matched_) {
+		// Never completed: it stays posted on the shared context, and this stream
+		// (closing) will not read the rest of that message.
+		rxq_->push_front(matched_);
+		reset_rx();
+	}
+	rxq_ = queue ? queue : &own_rx_;
+}
+
+int Connection::post_recv(const iovec *iov, size_t count, void *context, uint64_t op_flags)
+{
+	if (shared_rx())
+		return -FI_EOPNOTSUPP; // receives go to the shared context
+	int ret = own_rx_.post(iov, count, context, op_flags);
+	if (ret == 0 && rx_state_ == RxState::pending)
+		progress_rx();
+	return ret;
 }
 
 int Connection::cancel_recv(void *context)
 {
-	RxEntry *prev = nullptr;
-	for (RxEntry *r = rx_head_; r; prev = r, r = r->next) {
-		if (r->context != context || r == matched_)
-			continue;
-		(prev ? prev->next : rx_head_) = r->next;
-		if (rx_tail_ == r)
-			rx_tail_ = prev;
-		uint64_t op_flags = r->op_flags;
-		uint64_t flags = FI_RECV | FI_MSG | (op_flags & FI_MULTI_RECV);
-		void *buf = r->iov_count ? r->iov[0].iov_base : nullptr;
-		rx_free_.push_back(r);
-		owner_.rx_done(context, op_flags, flags, buf, 0, 0, FI_ECANCELED, 0);
-		return 0;
-	}
-	return -FI_ENOENT;
+	RxEntry *r = own_rx_.unlink(context, matched_);
+	if (!r)
+		return -FI_ENOENT;
+	uint64_t op_flags = r->op_flags;
+	uint64_t flags = FI_RECV | FI_MSG | (op_flags & FI_MULTI_RECV);
+	void *buf = r->iov_count ? r->iov[0].iov_base : nullptr;
+	own_rx_.release(r);
+	owner_.rx_done(context, op_flags, flags, buf, 0, 0, FI_ECANCELED, 0);
+	return 0;
 }
 
 void Connection::reset_rx()
@@ -72,6 +113,7 @@ void Connection::reset_rx()
 	rx_state_ = RxState::header;
 	header_got_ = 0;
 	matched_ = nullptr;
+	matched_taken_ = false;
 	discard_left_ = 0;
 	into_.clear();
 }
@@ -172,10 +214,19 @@ bool Connection::start_message()
 		if (!reply_)
 			return false;
 	}
-	RxEntry *r = rx_head_;
-	if (!r)
-		return false;   // backpressure: the data stays in the socket until a receive
+	RxEntry *r = rxq_->head();
+	if (!r) {
+		// Backpressure: the data stays in the socket until a receive is posted.
+		if (shared_rx())
+			owner_.rx_starved();
+		return false;
+	}
 	matched_ = r;
+	if (shared_rx()) {
+		// Other connections take from the same queue meanwhile.
+		rxq_->pop_head();
+		matched_taken_ = true;
+	}
 	into_.clear();
 	uint64_t size = header_.size;
 	if (r->op_flags & FI_MULTI_RECV) {
@@ -326,6 +377,7 @@ void Connection::finish_payload()
 	reply_ = nullptr;
 	WireHeader h = header_;
 	RxEntry *r = matched_;
+	bool taken = matched_taken_;
 	TxEntry *read = read_;
 	read_ = nullptr;
 	reset_rx();
@@ -347,10 +399,11 @@ void Connection::finish_payload()
 		void *context = r->context;
 		uint64_t op_flags = r->op_flags;
 		if (release) {
-			rx_head_ = r->next;
-			if (!rx_head_)
-				rx_tail_ = nullptr;
-			rx_free_.push_back(r);
+			if (!taken)
+				rxq_->pop_head();
+			rxq_->release(r);
+		} else if (taken) {
+			rxq_->push_front(r); // shared contexts refuse multi-receive; never stranded
 		}
 		owner_.rx_done(context, op_flags, flags, matched_buf_, placed_, h.cq_data,
 			       truncated ? FI_ETRUNC : 0, message_size_ - placed_);

@@ -14,25 +14,19 @@
 namespace tcp {
 
 TxPool::TxPool(size_t entries, size_t inject_size)
-    : entries_(entries), inject_storage_(entries * inject_size)
+    : entries_(entries), inject_size_(inject_size),
+      inject_storage_(entries * inject_size)
 {
-	free_.reserve(entries);
-	for (size_t i = entries; i-- > 0;) {
-		entries_[i].inject = inject_size ? inject_storage_.data() + i * inject_size : nullptr;
-		free_.push_back(&entries_[i]);
-	}
 }
 
 TxEntry *TxPool::get()
 {
-	if (free_.empty())
+	TxEntry *e = entries_.get();
+	if (!e)
 		return nullptr;
-	TxEntry *e = free_.back();
-	free_.pop_back();
-	size_t slot = static_cast<size_t>(e - entries_.data());
-	uint8_t *inject = e->inject;
+	size_t slot = entries_.index(e);
 	*e = TxEntry{};
-	e->inject = inject;
+	e->inject = inject_size_ ? inject_storage_.data() + slot * inject_size_ : nullptr;
 	e->in_use = true;
 	e->id = slot | (static_cast<uint64_t>(generation_++) << 32);
 	return e;
@@ -42,28 +36,22 @@ void TxPool::put(TxEntry *e)
 {
 	e->in_use = false;
 	e->awaiting_response = false;
-	free_.push_back(e);
+	entries_.put(e);
 }
 
 TxEntry *TxPool::find_awaiting(uint64_t id)
 {
-	uint64_t slot = id & 0xffffffffu;
-	if (slot >= entries_.size())
-		return nullptr;
-	TxEntry *e = &entries_[slot];
-	return e->in_use && e->awaiting_response && e->id == id ? e : nullptr;
+	TxEntry *e = entries_.at(id & 0xffffffffu);
+	return e && e->in_use && e->awaiting_response && e->id == id ? e : nullptr;
 }
 
 Connection::Connection(ConnectionOwner &owner, const Limits &limits)
     : owner_(owner), limits_(limits), tx_pool_(limits.tx_size, limits.inject_size),
       // The peer may have this many reads and acknowledged operations in flight before we
       // stop reading its stream; it bounds memory, not correctness.
-      response_pool_(limits.rx_size + limits.tx_size, 0), rx_entries_(limits.rx_size),
+      response_pool_(limits.rx_size + limits.tx_size, 0), own_rx_(limits.rx_size),
       stage_(std::make_unique_for_overwrite<uint8_t[]>(kStageSize))
 {
-	rx_free_.reserve(rx_entries_.size());
-	for (auto &r : rx_entries_)
-		rx_free_.push_back(&r);
 }
 
 Connection::~Connection()
@@ -295,6 +283,9 @@ void Connection::stop()
 	tx_head_ = tx_tail_ = nullptr;
 	reply_ = nullptr;
 	read_ = nullptr;
+	// A shared receive this stream was filling was never completed: it stays posted.
+	if (matched_taken_ && matched_)
+		rxq_->push_front(matched_);
 	reset_rx();
 	response_pool_.for_each_in_use([this](TxEntry *e) { response_pool_.put(e); });
 	tx_pool_.for_each_in_use([this](TxEntry *e) { complete_tx(e, FI_ECANCELED); });

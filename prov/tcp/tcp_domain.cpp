@@ -1,6 +1,7 @@
 #include "prov/tcp/tcp_domain.h"
 
 #include "prov/tcp/tcp_endpoint.h"
+#include "prov/tcp/tcp_srx.h"
 
 namespace tcp {
 
@@ -19,6 +20,17 @@ int TcpDomain::endpoint(struct fi_info *info, struct fid_ep **ep, void *context)
 		return -FI_EINVAL;
 	auto *e = new TcpEndpoint(*this, info, context);
 	*ep = e->ep_fid();
+	return 0;
+}
+
+int TcpDomain::srx_context(struct fi_rx_attr *attr, struct fid_ep **rx_ep, void *context)
+{
+	if (!rx_ep)
+		return -FI_EINVAL;
+	if (attr && (attr->caps & ~(FI_MSG | FI_RECV)))
+		return -FI_EOPNOTSUPP; // messages only: tcp has no tagged receives
+	auto *srx = new TcpSrx(*this, attr, context);
+	*rx_ep = srx->ep_fid();
 	return 0;
 }
 

@@ -13,6 +13,7 @@ public:
 	TcpDomain(TcpFabric &fabric, const struct fi_info *info, void *context);
 
 	int endpoint(struct fi_info *info, struct fid_ep **ep, void *context);
+	int srx_context(struct fi_rx_attr *attr, struct fid_ep **rx_ep, void *context);
 
 	// A peer's RMA access: key, [offset, offset+len) inside the region, access rights.
 	// 0 with *addr set; -FI_EINVAL (unknown key, out of range) or -FI_EACCES (no right).

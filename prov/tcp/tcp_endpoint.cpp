@@ -4,6 +4,7 @@
 #include "prov/tcp/tcp_conn_request.h"
 #include "prov/tcp/tcp_interfaces.h"
 #include "prov/tcp/tcp_provider.h"
+#include "prov/tcp/tcp_srx.h"
 #include "prov/util/error.h"
 #include "prov/util/event_queue.h"
 
@@ -87,8 +88,46 @@ int TcpEndpoint::close()
 		util::LockGuard guard(domain().lock());
 		unregister();
 		state_ = State::closed;
+		if (srx_) {
+			srx_->forget(this);
+			conn_.use_shared_rx(nullptr); // a receive being filled goes back first
+			srx_->unref();
+			srx_ = nullptr;
+		}
 	}
 	return util::Endpoint::close();
+}
+
+int TcpEndpoint::bind(struct fid *bfid, uint64_t flags)
+{
+	if (!bfid || bfid->fclass != FI_CLASS_SRX_CTX)
+		return util::Endpoint::bind(bfid, flags);
+	auto *srx = util::fid_cast<TcpSrx>(bfid, FI_CLASS_SRX_CTX);
+	if (!srx || &srx->domain() != &tcp_domain())
+		return -FI_EINVAL;
+	if (flags)
+		return -FI_EBADFLAGS;
+	util::LockGuard guard(domain().lock());
+	if (enabled() || srx_)
+		return -FI_EOPBADSTATE;
+	srx_ = srx;
+	srx_->ref();
+	conn_.use_shared_rx(&srx_->queue());
+	return 0;
+}
+
+void TcpEndpoint::rx_starved()
+{
+	if (srx_)
+		srx_->starved(this);
+}
+
+void TcpEndpoint::resume_rx()
+{
+	if (state_ != State::connected)
+		return;
+	conn_.progress_rx();
+	update_registration();
 }
 
 int TcpEndpoint::enable()
@@ -256,6 +295,8 @@ void TcpEndpoint::connection_lost(int err)
 {
 	state_ = State::closed;
 	unregister();
+	if (srx_)
+		srx_->forget(this);
 	if (err)
 		FI_INFO(&provider, FI_LOG_EP_DATA, "connection to %s lost: %s\n",
 			sockaddr_to_string(reinterpret_cast<const sockaddr *>(&peer_)).c_str(),

@@ -30,6 +30,7 @@ public:
 
 	// ---- fi_ops / fi_ops_ep ----
 	int close() override;
+	int bind(struct fid *bfid, uint64_t flags);  // adds shared receive contexts
 	int enable() override;
 	int getopt(int level, int optname, void *optval, size_t *optlen);
 	int setopt(int level, int optname, const void *optval, size_t optlen);
@@ -87,6 +88,9 @@ public:
 	int remote_access(uint64_t key, uint64_t offset, uint64_t len, uint64_t access,
 			  uint8_t **addr) override;
 	void connection_lost(int err) override;
+	void rx_starved() override;
+	// A receive was posted to our shared receive context: read on.
+	void resume_rx();
 
 private:
 	enum class State { idle, connecting, awaiting_reply, connected, closed };
@@ -105,6 +109,7 @@ private:
 			 size_t rma_count);
 
 	Connection conn_;
+	class TcpSrx *srx_ = nullptr;   // shared receive context, when bound
 	State state_ = State::idle;
 	int cm_fd_ = -1;                // socket while connection management runs
 	int registered_fd_ = -1;

@@ -34,7 +34,7 @@ size_t encode_cm_data(const CmData &cm, uint8_t *out)
 	put_u16(out + 4, cm.credits);
 	put_u16(out + 6, 0);
 	put_u32(out + 8, cm.eager_size);
-	put_u32(out + 12, 0);
+	put_u32(out + 12, cm.conn_id);
 	// The id goes after the name so the fixed part stays 16 bytes with 4-byte fields.
 	std::memcpy(out + kCmFixedSize, cm.identity.name, cm.identity.name_len);
 	size_t len = kCmFixedSize + cm.identity.name_len;
@@ -53,6 +53,7 @@ int decode_cm_data(std::span<const uint8_t> bytes, CmData *cm)
 	c.identity.name_len = get_u8(p + 2);
 	c.credits = get_u16(p + 4);
 	c.eager_size = get_u32(p + 8);
+	c.conn_id = get_u32(p + 12);
 	if (c.version != kCmVersion || reason > static_cast<uint8_t>(RejectReason::bad_request))
 		return -FI_EIO;
 	if (c.identity.name_len > kCmMaxNameLen ||

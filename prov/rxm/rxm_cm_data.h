@@ -50,6 +50,7 @@ struct CmData {
 	RejectReason reject_reason = RejectReason::none;
 	uint16_t credits = 0;    // 0: the sender does not use credit flow control
 	uint32_t eager_size = 0; // largest eager payload the sender accepts
+	uint32_t conn_id = 0;    // to be stamped on every message sent to the sender, 0: none
 	EndpointIdentity identity;
 };
 

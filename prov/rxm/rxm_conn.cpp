@@ -48,20 +48,39 @@ static const char *state_name(ConnState state)
 	return "?";
 }
 
-size_t RxmEndpoint::own_cm_data(uint8_t *out, RejectReason reason) const
+size_t RxmEndpoint::own_cm_data(uint8_t *out, RejectReason reason, const RxmConn *conn) const
 {
 	CmData cm;
 	cm.reject_reason = reason;
+	cm.conn_id = srx_ && conn ? conn->id : 0;
 	cm.credits = granted_credits(); // 0 when the core does its own flow control
 	cm.eager_size = static_cast<uint32_t>(eager_limit_);
 	cm.identity = identity_;
 	return encode_cm_data(cm, out);
 }
 
+// Connection ids: the index in conns_ (plus one) in the low bits, a per-endpoint random
+// value in the high ones, so a message naming a connection by id cannot be routed to another
+// connection by a stale or guessed small number.
+constexpr uint32_t kConnIndexBits = 20;
+constexpr uint32_t kConnIndexMask = (1u << kConnIndexBits) - 1;
+
 RxmConn *RxmEndpoint::new_conn()
 {
 	conns_.push_back(std::make_unique<RxmConn>(this));
-	return conns_.back().get();
+	RxmConn *conn = conns_.back().get();
+	uint32_t index = static_cast<uint32_t>(conns_.size());
+	conn->id = index <= kConnIndexMask ? (conn_id_nonce_ << kConnIndexBits) | index : 0;
+	return conn;
+}
+
+RxmConn *RxmEndpoint::conn_by_id(uint32_t id) const
+{
+	uint32_t index = id & kConnIndexMask;
+	if (index == 0 || index > conns_.size())
+		return nullptr;
+	RxmConn *conn = conns_[index - 1].get();
+	return conn->id == id ? conn : nullptr;
 }
 
 RxmConn *RxmEndpoint::conn_for_send(fi_addr_t dest, int *err)
@@ -94,16 +113,24 @@ RxmConn *RxmEndpoint::conn_for_send(fi_addr_t dest, int *err)
 
 int RxmEndpoint::setup_core_ep(RxmConn *conn, struct fi_info *info)
 {
+	if (srx_ && info->ep_attr)
+		info->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
 	int ret = fi_endpoint(domain_->core(), info, &conn->core_ep, conn);
 	if (ret)
 		return ret;
 	ret = fi_ep_bind(conn->core_ep, &core_eq_->fid, 0);
 	if (!ret)
 		ret = fi_ep_bind(conn->core_ep, &core_cq_->fid, FI_TRANSMIT | FI_RECV);
+	if (!ret && srx_)
+		ret = fi_ep_bind(conn->core_ep, &srx_->fid, 0);
 	if (!ret)
 		ret = fi_enable(conn->core_ep);
 	if (ret)
 		return ret;
+	if (srx_) {
+		conn->rx_posted = true; // the endpoint's shared buffers serve this connection
+		return 0;
+	}
 	size_t count = params().msg_rx_size;
 	size_t size = kWireHeaderSize + eager_limit_;
 	conn->rx_slab.resize(count * size);
@@ -143,7 +170,7 @@ int RxmEndpoint::start_connect(RxmConn *conn)
 	if (ret)
 		return ret;
 	uint8_t cm[kCmMaxSize];
-	size_t len = own_cm_data(cm, RejectReason::none);
+	size_t len = own_cm_data(cm, RejectReason::none, conn);
 	conn->state = ConnState::connecting;
 	return fi_connect(conn->core_ep, conn->peer_name.data(), cm, len);
 }
@@ -289,6 +316,7 @@ void RxmEndpoint::handle_connreq(const struct fi_eq_cm_entry *entry, size_t data
 	conn->deadline = setup_deadline();
 	conn_timers_active_ = true;
 	conn->peer_credit_grant = cm.credits;
+	conn->peer_conn_id = cm.conn_id;
 	switch (action) {
 	case ConnreqAction::accept_self:
 		conn->receive_only = true; // our own request: sends use the connecting half
@@ -312,7 +340,7 @@ void RxmEndpoint::handle_connreq(const struct fi_eq_cm_entry *entry, size_t data
 	}
 	int ret = setup_core_ep(conn, info);
 	if (!ret) {
-		size_t len = own_cm_data(reply, RejectReason::none);
+		size_t len = own_cm_data(reply, RejectReason::none, conn);
 		ret = fi_accept(conn->core_ep, reply, len);
 	}
 	if (ret) {
@@ -375,6 +403,7 @@ void RxmEndpoint::handle_eq_event(uint32_t event, const struct fi_eq_cm_entry *e
 			conn->peer_identity = cm.identity;
 			conn->peer_eager_size = cm.eager_size;
 			conn->peer_credit_grant = cm.credits;
+			conn->peer_conn_id = cm.conn_id;
 		}
 		RXM_INFO(FI_LOG_EP_CTRL, "conn %p to %s: connected (was %s)\n",
 			 static_cast<void *>(conn), describe_address(conn->peer_name).c_str(),

@@ -45,6 +45,8 @@ public:
 	bool receive_only = false;      // the accepted half of a connection to ourselves
 	fi_addr_t source = FI_ADDR_NOTAVAIL; // AV entry of the peer (FI_SOURCE)
 	size_t peer_eager_size = 0;     // largest eager payload the peer's buffers take
+	uint32_t id = 0;                // ours: peers stamp it on messages (shared receive buffers)
+	uint32_t peer_conn_id = 0;      // the peer's, stamped on what we send
 	uint64_t source_generation = ~0ULL;
 
 	std::vector<uint8_t> rx_slab;

@@ -30,6 +30,7 @@ namespace {
 
 constexpr size_t kCoreCqSize = 8192;
 constexpr size_t kCoreEqSize = 1024;
+constexpr size_t kSharedRxBuffers = 16;
 
 uint64_t random_endpoint_id()
 {
@@ -217,6 +218,12 @@ int RxmEndpoint::enable()
 		memcpy(identity_.name, own_name_.data(), len);
 		identity_.name_len = static_cast<uint8_t>(len);
 		identity_.endpoint_id = random_endpoint_id();
+		conn_id_nonce_ = static_cast<uint32_t>(identity_.endpoint_id >> 52); // 12 bits
+	}
+	if (p.use_srx) {
+		ret = open_srx();
+		if (ret)
+			goto fail;
 	}
 	core_conn_info_ = fi_dupinfo(domain_->core_info());
 	if (!core_conn_info_) {
@@ -275,6 +282,48 @@ fail:
 	RXM_WARN(FI_LOG_EP_CTRL, "enabling endpoint: %s\n", fi_strerror(-ret));
 	shutdown_all();
 	return ret;
+}
+
+// Receive buffers shared by all connections, when the core offers shared receive contexts;
+// otherwise (srx_ stays null) each connection posts its own.
+int RxmEndpoint::open_srx()
+{
+	// Buffers are reposted as soon as rxm has handled their message, and a byte-stream core
+	// leaves what does not fit in its socket, so a small pool serves any number of peers;
+	// each buffer a message lands in becomes resident.
+	size_t count = std::min<size_t>(params().msg_rx_size, kSharedRxBuffers);
+	fi_rx_attr attr{};
+	attr.caps = FI_MSG | FI_RECV;
+	attr.size = count;
+	if (fi_srx_context(domain_->core(), &attr, &srx_, nullptr)) {
+		srx_ = nullptr;
+		RXM_INFO(FI_LOG_EP_CTRL, "core has no shared receive context: buffers per connection\n");
+		return 0;
+	}
+	size_t size = kWireHeaderSize + eager_limit_;
+	// Not zero-filled: pages become resident only as messages land in them.
+	srx_slab_.reset(new (std::nothrow) uint8_t[count * size]);
+	if (!srx_slab_)
+		return -FI_ENOMEM;
+	srx_buffers_.resize(count);
+	if (domain_->core_needs_local_mr()) {
+		int ret = fi_mr_reg(domain_->core(), srx_slab_.get(), count * size, FI_RECV, 0,
+				    domain_->next_internal_key(), 0, &srx_mr_, nullptr);
+		if (ret)
+			return ret;
+	}
+	void *desc = srx_mr_ ? fi_mr_desc(srx_mr_) : nullptr;
+	for (size_t i = 0; i < count; i++) {
+		RxBuffer &b = srx_buffers_[i];
+		b.core.kind = CoreOpKind::rx_buffer;
+		b.core.owner = nullptr;
+		b.conn = nullptr;
+		b.data = srx_slab_.get() + i * size;
+		ssize_t ret = fi_recv(srx_, b.data, size, desc, 0, &b.core);
+		if (ret)
+			return static_cast<int>(ret);
+	}
+	return 0;
 }
 
 int RxmEndpoint::open_core_queues()
@@ -398,6 +447,14 @@ void RxmEndpoint::shutdown_all()
 			fi_close(&conn->rx_mr->fid);
 	conns_.clear();
 	peers_.clear();
+	if (srx_)
+		fi_close(&srx_->fid); // after the core endpoints bound to it
+	srx_ = nullptr;
+	if (srx_mr_)
+		fi_close(&srx_mr_->fid);
+	srx_mr_ = nullptr;
+	srx_buffers_.clear();
+	srx_slab_.reset();
 	if (tx_mr_)
 		fi_close(&tx_mr_->fid);
 	tx_mr_ = nullptr;

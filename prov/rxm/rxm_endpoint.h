@@ -230,7 +230,9 @@ private:
 	void arm_conn_timer(std::chrono::steady_clock::time_point when);
 	std::chrono::steady_clock::time_point setup_deadline() const;
 	RxmConn *conn_of(fid_t fid) const;
-	size_t own_cm_data(uint8_t *out, RejectReason reason) const;
+	size_t own_cm_data(uint8_t *out, RejectReason reason, const RxmConn *conn = nullptr) const;
+	RxmConn *conn_by_id(uint32_t id) const;
+	int open_srx();
 
 	RxmDomain *domain_;
 	struct fi_info *info_;
@@ -285,6 +287,14 @@ private:
 	bool conn_timers_active_ = false;
 	int conn_timer_fd_ = -1;
 	std::chrono::steady_clock::time_point conn_timer_armed_{};
+	uint32_t conn_id_nonce_ = 0; // high bits of connection ids, random per endpoint
+
+	// Shared receive context of the core (FI_OFI_RXM_USE_SRX): one set of receive buffers
+	// for all connections; a message names its connection by the id in its header.
+	struct fid_ep *srx_ = nullptr;
+	std::unique_ptr<uint8_t[]> srx_slab_;
+	std::vector<RxBuffer> srx_buffers_;
+	struct fid_mr *srx_mr_ = nullptr;
 	std::deque<RecvOp *> pending_reads_;
 	std::deque<TxOp *> pending_writes_;
 	// FI_PROGRESS_AUTO data progress: a thread runs progress() while the endpoint is enabled.

@@ -34,6 +34,10 @@ void define_params()
 	fi_param_define(&rxm_prov, "use_rndv_write", FI_PARAM_BOOL,
 			"Rendezvous by RMA write of the sender instead of RMA read of the receiver "
 			"(default: no).");
+	fi_param_define(&rxm_prov, "use_srx", FI_PARAM_BOOL,
+			"Post receive buffers once per endpoint to a shared receive context of the "
+			"core provider instead of msg_rx_size buffers per connection, so memory does "
+			"not grow with peers; cores without shared contexts fall back (default: yes).");
 	fi_param_define(&rxm_prov, "data_auto_progress", FI_PARAM_BOOL,
 			"Progress data transfers from a background thread even when the "
 			"application asked for manual progress (default: no).");
@@ -65,6 +69,8 @@ void read_params()
 	int b;
 	if (fi_param_get_bool(&rxm_prov, "use_rndv_write", &b) == 0)
 		g_params.use_rndv_write = b != 0;
+	if (fi_param_get_bool(&rxm_prov, "use_srx", &b) == 0)
+		g_params.use_srx = b != 0;
 	if (fi_param_get_bool(&rxm_prov, "data_auto_progress", &b) == 0)
 		g_params.data_auto_progress = b != 0;
 	int timeout;

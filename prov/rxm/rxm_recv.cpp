@@ -361,6 +361,16 @@ ssize_t RxmEndpoint::cancel(void *context)
 bool RxmEndpoint::repost(RxBuffer *buf)
 {
 	RxmConn *conn = buf->conn;
+	if (!conn) {
+		// A shared buffer: back to the endpoint's shared receive context.
+		void *desc = srx_mr_ ? fi_mr_desc(srx_mr_) : nullptr;
+		ssize_t ret = fi_recv(srx_, buf->data, kWireHeaderSize + eager_limit_, desc, 0,
+				      &buf->core);
+		if (ret)
+			RXM_WARN(FI_LOG_EP_DATA, "reposting a shared receive buffer: %s\n",
+				 fi_strerror(static_cast<int>(-ret)));
+		return;
+	}
 	if (conn->state == ConnState::closed || !conn->core_ep)
 		return false;
 	void *desc = conn->rx_mr ? fi_mr_desc(conn->rx_mr) : nullptr;
@@ -374,18 +384,31 @@ bool RxmEndpoint::repost(RxBuffer *buf)
 
 void RxmEndpoint::on_rx_buffer(RxBuffer *buf, size_t len)
 {
-	RxmConn *conn = buf->conn;
+	WireHeader hdr;
+	std::span<const uint8_t> message(buf->data, len);
+	bool malformed = decode_message(message, &hdr) != 0;
+	// Shared buffers learn the connection from the id the sender stamped on the message.
+	RxmConn *conn = buf->conn ? buf->conn : malformed ? nullptr : conn_by_id(hdr.conn_id);
+	if (!conn) {
+		RXM_WARN(FI_LOG_EP_DATA, "%s message of %zu bytes on a shared receive buffer "
+					 "dropped\n", malformed ? "malformed" : "unroutable", len);
+		repost(buf);
+		return;
+	}
 	// Messages of a failed connection are dropped: its operations already ended in error,
 	// and it has no core endpoint left to answer on. (An orderly FI_SHUTDOWN drains the core
 	// CQ before failing the connection, so what the peer sent before closing is delivered.)
-	if (conn->state == ConnState::closed)
+	if (conn->state == ConnState::closed) {
+		if (!buf->conn)
+			repost(buf);
 		return;
-	WireHeader hdr;
-	std::span<const uint8_t> message(buf->data, len);
-	if (decode_message(message, &hdr)) {
+	}
+	if (malformed) {
 		RXM_WARN(FI_LOG_EP_DATA, "malformed message of %zu bytes from a peer: closing "
 					 "its connection\n", len);
 		fail_conn(conn, -FI_EIO);
+		if (!buf->conn)
+			repost(buf);
 		return;
 	}
 	handle_message(conn, hdr, message.subspan(kWireHeaderSize));

@@ -271,7 +271,13 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 	case TxKind::rndv:
 	case TxKind::atomic: {
 		TxBuffer *buf = op->prepared;
+<<<<<<< HEAD
 		if (!take_send_credit(conn))
+=======
+		stamp_conn_id(buf->data, conn->peer_conn_id);
+		ssize_t ret = fi_send(conn->core_ep, buf->data, buf->len, tx_desc, 0, &buf->core);
+		if (ret == -FI_EAGAIN)
+>>>>>>> 2280a29 (prov/rxm: receive buffers in one shared core receive context per endpoint (FI_OFI_RXM_USE_SRX))
 			return false;
 		ssize_t ret = fi_send(conn->core_ep, buf->data, buf->len, tx_desc, 0, &buf->core);
 		if (ret == -FI_EAGAIN) {
@@ -306,6 +312,7 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 			uint64_t n = std::min<uint64_t>(eager, op->total_len - op->queued_len);
 			WireHeader h = op->hdr;
 			h.op = WireOp::sar_segment;
+			h.conn_id = conn->peer_conn_id;
 			h.offset = op->queued_len;
 			h.payload_len = static_cast<uint32_t>(n);
 			if (op->queued_len + n == op->total_len)

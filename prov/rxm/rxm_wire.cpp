@@ -19,6 +19,13 @@ void encode_header(const WireHeader &hdr, uint8_t *out)
 	put_u64(out + 24, hdr.msg_id);
 	put_u64(out + 32, hdr.total_len);
 	put_u64(out + 40, hdr.offset);
+	put_u32(out + 48, hdr.conn_id);
+	put_u32(out + 52, 0);
+}
+
+void stamp_conn_id(uint8_t *encoded_header, uint32_t conn_id)
+{
+	put_u32(encoded_header + 48, conn_id);
 }
 
 // Per-operation consistency of the header fields with the payload it announces.
@@ -66,6 +73,9 @@ int decode_message(std::span<const uint8_t> message, WireHeader *hdr)
 	h.msg_id = get_u64(p + 24);
 	h.total_len = get_u64(p + 32);
 	h.offset = get_u64(p + 40);
+	h.conn_id = get_u32(p + 48);
+	if (get_u32(p + 52) != 0)
+		return -FI_EIO;
 
 	if (h.version != kWireVersion || op < kWireOpFirst || op > kWireOpLast)
 		return -FI_EIO;

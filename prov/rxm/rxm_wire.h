@@ -11,7 +11,7 @@
 namespace rxm {
 
 constexpr uint8_t kWireVersion = 1;
-constexpr size_t kWireHeaderSize = 48;
+constexpr size_t kWireHeaderSize = 56;
 
 enum class WireOp : uint8_t {
 	eager = 1,        // whole message inline
@@ -48,7 +48,12 @@ struct WireHeader {
 	uint64_t msg_id = 0;      // sender-chosen id tying segments / rendezvous / atomics together
 	uint64_t total_len = 0;   // length of the whole application message
 	uint64_t offset = 0;      // SAR: segment offset; credit_update: number of credits
+	uint32_t conn_id = 0;     // the receiver's id of this connection (its CM data), 0: none
 };
+
+// Sets conn_id in an encoded header: it is only known once the connection is up, after the
+// message may have been encoded.
+void stamp_conn_id(uint8_t *encoded_header, uint32_t conn_id);
 
 // Writes exactly kWireHeaderSize bytes.
 void encode_header(const WireHeader &hdr, uint8_t *out);

@@ -28,6 +28,7 @@ TEST(RxmCmData, RoundTripFitsRdmaCmLimit)
 	CmData cm;
 	cm.credits = 128;
 	cm.eager_size = 16384;
+	cm.conn_id = 0x00500007;
 	cm.identity.name_len = kCmMaxNameLen;
 	memset(cm.identity.name, 0xab, kCmMaxNameLen);
 	cm.identity.endpoint_id = 0x1234567890abcdefULL;
@@ -38,6 +39,7 @@ TEST(RxmCmData, RoundTripFitsRdmaCmLimit)
 	ASSERT_EQ(0, decode_cm_data(std::span(buf, len), &d));
 	EXPECT_EQ(128, d.credits);
 	EXPECT_EQ(16384u, d.eager_size);
+	EXPECT_EQ(0x00500007u, d.conn_id);
 	EXPECT_TRUE(d.identity == cm.identity);
 }
 

@@ -60,6 +60,19 @@ TEST(RxmWire, EncodingIsLittleEndianAtFixedOffsets)
 	EXPECT_EQ(0x01, out[15]);
 }
 
+TEST(RxmWire, ConnectionIdIsStampedAndReservedBytesChecked)
+{
+	auto m = message(eager(3), 3);
+	stamp_conn_id(m.data(), 0xa1b2c3d4u);
+	EXPECT_EQ(0xd4, m[48]);
+	EXPECT_EQ(0xa1, m[51]);
+	WireHeader d;
+	ASSERT_EQ(0, decode_message(m, &d));
+	EXPECT_EQ(0xa1b2c3d4u, d.conn_id);
+	m[53] = 1; // reserved
+	EXPECT_EQ(-FI_EIO, decode_message(m, &d));
+}
+
 TEST(RxmWire, RejectsShortBadVersionOpFlags)
 {
 	WireHeader d;

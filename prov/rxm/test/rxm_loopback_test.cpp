@@ -752,13 +752,18 @@ TEST_F(RxmLoopback, BlockedReaderSleepsAndWakesForAMessage)
 	double cpu = 0, wall = 0;
 	ssize_t result = 0;
 	fi_cq_tagged_entry e{};
+	std::atomic<bool> started{false};
 	std::thread reader([&] {
 		double cpu0 = thread_cpu_seconds();
 		auto t0 = std::chrono::steady_clock::now();
+		started = true;
 		result = fi_cq_sread(w.cq, &e, 1, nullptr, 10000);
 		wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 		cpu = thread_cpu_seconds() - cpu0;
 	});
+	// The 1 s of sleep counts from the reader's start (a loaded machine may start it late).
+	while (!started)
+		std::this_thread::yield();
 	std::this_thread::sleep_for(std::chrono::seconds(1));
 	ASSERT_EQ(0, fi_send(a->ep, &v, sizeof(v), nullptr, w_at_a, &sctx));
 	fi_cq_tagged_entry se;

@@ -188,6 +188,13 @@ int RxmEndpoint::enable()
 	eager_limit_ = p.buffer_size;
 	sar_limit_ = domain_->rma_capable() ? std::max(p.sar_limit, eager_limit_) : SIZE_MAX;
 	inject_limit_ = info_->tx_attr ? info_->tx_attr->inject_size : eager_limit_;
+	{
+		const fi_info *core = domain_->core_info();
+		core_iov_limit_ = core->tx_attr && core->tx_attr->iov_limit
+					  ? std::min<size_t>(core->tx_attr->iov_limit, kMaxCoreIov)
+					  : 1;
+		zero_copy_ = !domain_->core_needs_local_mr() && core_iov_limit_ >= 2;
+	}
 	if (inject_limit_ > eager_limit_)
 		inject_limit_ = eager_limit_;
 	core_fabric_ = domain_->fabric()->core();

@@ -157,6 +157,10 @@ private:
 	void finish_op(TxOp *op);
 	void fail_op(TxOp *op, int err);
 	bool send_control(RxmConn *conn, WireOp op, uint64_t msg_id);
+	// Sends buf's header followed by [from, from + len) of the iov straight from the
+	// application's memory (fi_sendv); -FI_E2BIG when that needs more core iovs than allowed.
+	ssize_t send_direct(RxmConn *conn, TxBuffer *buf, const struct iovec *iov, size_t count,
+			    uint64_t from, size_t len);
 	ssize_t rma_common(const struct fi_msg_rma *msg, uint64_t flags, bool is_write);
 	void on_remote_write(const struct fi_cq_data_entry &comp);
 	int translate_desc(const struct iovec *iov, void **app_desc, size_t count, uint64_t access,
@@ -256,6 +260,10 @@ private:
 	size_t eager_limit_ = 0;
 	size_t sar_limit_ = 0;
 	size_t inject_limit_ = 0;
+	// Payload goes from the application's buffers to the core (no bounce copy) when the
+	// core needs no local registration; core_iov_limit_ bounds header + payload pieces.
+	bool zero_copy_ = false;
+	size_t core_iov_limit_ = 1;
 
 	struct fid_fabric *core_fabric_ = nullptr;
 	struct fid_eq *core_eq_ = nullptr;

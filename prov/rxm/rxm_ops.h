@@ -25,6 +25,8 @@ struct RecvOp;
 
 // TxOp slots only internal control messages may use.
 constexpr size_t kControlReserve = 256;
+// Most iovs rxm hands the core in one send: a header and up to 4 application buffers.
+constexpr size_t kMaxCoreIov = 1 + kRndvMaxSegments;
 // Bounce buffers only internal control messages may use.
 constexpr size_t kControlBufferReserve = 16;
 
@@ -86,6 +88,7 @@ struct TxOp : ListNode {
 	uint64_t queued_len;   // SAR: bytes already handed to the core
 	uint32_t outstanding;  // core operations not yet completed
 	TxBuffer *prepared;    // eager/control/rndv: the encoded message
+	bool zero_copy;        // eager: prepared holds only the header, the payload is iov
 	uint64_t rndv_key[kRndvMaxSegments];
 	fid_mr *own_mr[kRndvMaxSegments]; // registrations rxm made for this op
 	size_t own_mr_count;

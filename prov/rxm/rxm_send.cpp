@@ -40,6 +40,30 @@ void gather(const struct iovec *iov, size_t count, uint64_t from, uint8_t *out, 
 	}
 }
 
+// Below this, copying the payload next to the header is cheaper than another iov.
+constexpr size_t kZeroCopyMin = 2048;
+
+// Fills out[] with the pieces of [from, from + len) of the iov list; false if more than max.
+bool slice_iov(const struct iovec *iov, size_t count, uint64_t from, size_t len, iovec *out,
+	       size_t max, size_t *used)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < count && len; i++) {
+		if (from >= iov[i].iov_len) {
+			from -= iov[i].iov_len;
+			continue;
+		}
+		if (n == max)
+			return false;
+		size_t take = std::min<uint64_t>(iov[i].iov_len - from, len);
+		out[n++] = {static_cast<uint8_t *>(iov[i].iov_base) + from, take};
+		len -= take;
+		from = 0;
+	}
+	*used = n;
+	return len == 0;
+}
+
 uint64_t make_msg_id(const TxOp *op) { return (uint64_t(op->generation) << 32) | op->index; }
 
 } // namespace
@@ -177,7 +201,8 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 					     : eager_limit_;
 	if (total <= eager) {
 		// Eager: copy now, so the application's buffer is free at once (inject) and the
-		// message can wait for its connection.
+		// message can wait for its connection; larger non-inject payloads are sent from
+		// the application's buffers, which it keeps until the completion anyway.
 		TxBuffer *buf = alloc_tx_buffer(true);
 		if (!buf) {
 			free_op(op);
@@ -188,8 +213,17 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 		h.op = WireOp::eager;
 		h.payload_len = static_cast<uint32_t>(total);
 		encode_header(h, buf->data);
-		gather(iov, count, 0, buf->data + kWireHeaderSize, total);
-		buf->len = kWireHeaderSize + total;
+		op->zero_copy = zero_copy_ && !(flags & FI_INJECT) && total >= kZeroCopyMin &&
+				count < core_iov_limit_;
+		if (op->zero_copy) {
+			for (size_t i = 0; i < count; i++)
+				op->iov[i] = iov[i];
+			op->iov_count = count;
+			buf->len = kWireHeaderSize;
+		} else {
+			gather(iov, count, 0, buf->data + kWireHeaderSize, total);
+			buf->len = kWireHeaderSize + total;
+		}
 		buf->op = op;
 		op->prepared = buf;
 	} else if (total <= sar_limit_) {
@@ -275,7 +309,10 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 		if (!take_send_credit(conn))
 =======
 		stamp_conn_id(buf->data, conn->peer_conn_id);
-		ssize_t ret = fi_send(conn->core_ep, buf->data, buf->len, tx_desc, 0, &buf->core);
+		ssize_t ret = op->zero_copy ? send_direct(conn, buf, op->iov, op->iov_count, 0,
+							 op->total_len)
+					    : fi_send(conn->core_ep, buf->data, buf->len, tx_desc, 0,
+						      &buf->core);
 		if (ret == -FI_EAGAIN)
 >>>>>>> 2280a29 (prov/rxm: receive buffers in one shared core receive context per endpoint (FI_OFI_RXM_USE_SRX))
 			return false;
@@ -318,10 +355,18 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 			if (op->queued_len + n == op->total_len)
 				h.flags |= wire_flag::last_segment;
 			encode_header(h, buf->data);
-			gather(op->iov, op->iov_count, op->queued_len, buf->data + kWireHeaderSize, n);
-			buf->len = kWireHeaderSize + n;
 			buf->op = op;
-			ssize_t ret = fi_send(conn->core_ep, buf->data, buf->len, tx_desc, 0, &buf->core);
+			// Segments go from the application's buffers when the core can take them.
+			ssize_t ret = zero_copy_ ? send_direct(conn, buf, op->iov, op->iov_count,
+							       op->queued_len, n)
+						 : -FI_E2BIG;
+			if (ret == -FI_E2BIG) {
+				gather(op->iov, op->iov_count, op->queued_len,
+				       buf->data + kWireHeaderSize, n);
+				buf->len = kWireHeaderSize + n;
+				ret = fi_send(conn->core_ep, buf->data, buf->len, tx_desc, 0,
+					      &buf->core);
+			}
 			if (ret == -FI_EAGAIN) {
 				free_tx_buffer(buf);
 				return_send_credit(conn);
@@ -438,6 +483,19 @@ void RxmEndpoint::fail_op(TxOp *op, int err)
 	if (op->linked())
 		IntrusiveList<TxOp>::remove(op);
 	maybe_finish(op);
+}
+
+ssize_t RxmEndpoint::send_direct(RxmConn *conn, TxBuffer *buf, const struct iovec *iov,
+				 size_t count, uint64_t from, size_t len)
+{
+	iovec pieces[kMaxCoreIov];
+	void *desc[kMaxCoreIov] = {};
+	size_t used = 0;
+	pieces[0] = {buf->data, kWireHeaderSize};
+	if (!slice_iov(iov, count, from, len, pieces + 1, core_iov_limit_ - 1, &used))
+		return -FI_E2BIG;
+	buf->len = kWireHeaderSize; // the header; the payload stays in the application's memory
+	return fi_sendv(conn->core_ep, pieces, desc, used + 1, 0, &buf->core);
 }
 
 bool RxmEndpoint::send_control(RxmConn *conn, WireOp wire_op, uint64_t msg_id)

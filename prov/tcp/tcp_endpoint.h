@@ -21,6 +21,8 @@
 
 #include <sys/socket.h>
 
+#include <memory>
+
 namespace tcp {
 
 class TcpEndpoint : public util::Endpoint, public util::FdHandler, public ConnectionOwner {
@@ -114,9 +116,14 @@ private:
 	int cm_fd_ = -1;                // socket while connection management runs
 	int registered_fd_ = -1;
 	uint32_t registered_events_ = 0;
-	CmReader reply_;
-	uint8_t request_data_[kMaxCmData]{};
-	size_t request_len_ = 0;
+	// What only an active connect needs (the request to send, the reply being read): on the
+	// heap while it runs, so accepted and established endpoints do not carry it.
+	struct ConnectState {
+		CmReader reply;
+		uint8_t request[kMaxCmData];
+		size_t request_len = 0;
+	};
+	std::unique_ptr<ConnectState> connecting_;
 	sockaddr_storage local_{};      // bind address (info src_addr or fi_setname)
 	sockaddr_storage peer_{};
 	bool have_local_ = false;

@@ -94,9 +94,10 @@ int TcpEndpoint::connect(const void *addr, const void *param, size_t paramlen)
 			return ret;
 		}
 	}
+	connecting_ = std::make_unique<ConnectState>();
 	if (paramlen)
-		memcpy(request_data_, param, paramlen);
-	request_len_ = paramlen;
+		memcpy(connecting_->request, param, paramlen);
+	connecting_->request_len = paramlen;
 
 	int ret = ::connect(fd, reinterpret_cast<const sockaddr *>(&peer_), dest_len);
 	if (ret != 0 && errno != EINPROGRESS) {
@@ -124,7 +125,8 @@ void TcpEndpoint::progress_connect()
 		connect_failed(err, nullptr, 0);
 		return;
 	}
-	int ret = send_cm_message(cm_fd_, CmType::request, request_data_, request_len_);
+	int ret = send_cm_message(cm_fd_, CmType::request, connecting_->request,
+				  connecting_->request_len);
 	if (ret) {
 		connect_failed(-ret, nullptr, 0);
 		return;
@@ -134,7 +136,8 @@ void TcpEndpoint::progress_connect()
 
 void TcpEndpoint::progress_reply()
 {
-	int ret = reply_.read_from(cm_fd_);
+	CmReader &reply = connecting_->reply;
+	int ret = reply.read_from(cm_fd_);
 	if (ret == 0)
 		return;
 	if (ret < 0) {
@@ -142,18 +145,20 @@ void TcpEndpoint::progress_reply()
 		connect_failed(ret == -FI_ECONNRESET ? FI_ECONNREFUSED : -ret, nullptr, 0);
 		return;
 	}
-	switch (reply_.type()) {
+	switch (reply.type()) {
 	case CmType::accept: {
 		int fd = cm_fd_;
 		cm_fd_ = -1;
 		if (eq())
-			eq()->write_cm(FI_CONNECTED, &ep_fid()->fid, nullptr, reply_.data(),
-				       reply_.data_len());
+			eq()->write_cm(FI_CONNECTED, &ep_fid()->fid, nullptr, reply.data(),
+				       reply.data_len());
+		connecting_.reset();
 		become_connected(fd);
 		return;
 	}
 	case CmType::reject:
-		connect_failed(FI_ECONNREFUSED, reply_.data(), reply_.data_len());
+		connect_failed(FI_ECONNREFUSED, reply.data(), reply.data_len());
+		connecting_.reset();
 		return;
 	case CmType::request:
 		break;

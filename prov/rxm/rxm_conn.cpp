@@ -133,7 +133,8 @@ int RxmEndpoint::setup_core_ep(RxmConn *conn, struct fi_info *info)
 	}
 	size_t count = params().msg_rx_size;
 	size_t size = kWireHeaderSize + eager_limit_;
-	conn->rx_slab.resize(count * size);
+	if (!conn->rx_slab.allocate(count * size))
+		return -FI_ENOMEM;
 	conn->rx.resize(count);
 	if (domain_->core_needs_local_mr()) {
 		ret = fi_mr_reg(domain_->core(), conn->rx_slab.data(), conn->rx_slab.size(),
@@ -206,7 +207,7 @@ void RxmEndpoint::close_retired()
 		conn->rx_mr = nullptr;
 		conn->rx_posted = false;
 		std::vector<RxBuffer>().swap(conn->rx);
-		std::vector<uint8_t>().swap(conn->rx_slab);
+		conn->rx_slab.release();
 	}
 	post_pending_reads(); // reads of failed connections finish with their error
 }

@@ -9,6 +9,7 @@
 #include "prov/rxm/rxm_list.h"
 #include "prov/rxm/rxm_ops.h"
 #include "prov/rxm/rxm_sar.h"
+#include "prov/rxm/rxm_slab.h"
 
 #include <rdma/fabric.h>
 #include <rdma/fi_endpoint.h>
@@ -49,7 +50,7 @@ public:
 	uint32_t peer_conn_id = 0;      // the peer's, stamped on what we send
 	uint64_t source_generation = ~0ULL;
 
-	std::vector<uint8_t> rx_slab;
+	Slab rx_slab;
 	std::vector<RxBuffer> rx;
 	struct fid_mr *rx_mr = nullptr;
 	bool rx_posted = false;

@@ -30,7 +30,7 @@ namespace {
 
 constexpr size_t kCoreCqSize = 8192;
 constexpr size_t kCoreEqSize = 1024;
-constexpr size_t kSharedRxBuffers = 16;
+constexpr size_t kSharedRxBuffers = 8;
 
 uint64_t random_endpoint_id()
 {
@@ -245,7 +245,10 @@ int RxmEndpoint::enable()
 	{
 		size_t tx_count = std::max<size_t>(64, p.msg_tx_size * 2);
 		size_t buf_size = kWireHeaderSize + eager_limit_;
-		tx_slab_.resize(tx_count * buf_size);
+		if (!tx_slab_.allocate(tx_count * buf_size)) {
+			ret = -FI_ENOMEM;
+			goto fail;
+		}
 		tx_buffers_.resize(tx_count);
 		if (domain_->core_needs_local_mr()) {
 			ret = fi_mr_reg(domain_->core(), tx_slab_.data(), tx_slab_.size(),
@@ -308,13 +311,11 @@ int RxmEndpoint::open_srx()
 		return 0;
 	}
 	size_t size = kWireHeaderSize + eager_limit_;
-	// Not zero-filled: pages become resident only as messages land in them.
-	srx_slab_.reset(new (std::nothrow) uint8_t[count * size]);
-	if (!srx_slab_)
+	if (!srx_slab_.allocate(count * size))
 		return -FI_ENOMEM;
 	srx_buffers_.resize(count);
 	if (domain_->core_needs_local_mr()) {
-		int ret = fi_mr_reg(domain_->core(), srx_slab_.get(), count * size, FI_RECV, 0,
+		int ret = fi_mr_reg(domain_->core(), srx_slab_.data(), count * size, FI_RECV, 0,
 				    domain_->next_internal_key(), 0, &srx_mr_, nullptr);
 		if (ret)
 			return ret;
@@ -325,7 +326,7 @@ int RxmEndpoint::open_srx()
 		b.core.kind = CoreOpKind::rx_buffer;
 		b.core.owner = nullptr;
 		b.conn = nullptr;
-		b.data = srx_slab_.get() + i * size;
+		b.data = srx_slab_.data() + i * size;
 		ssize_t ret = fi_recv(srx_, b.data, size, desc, 0, &b.core);
 		if (ret)
 			return static_cast<int>(ret);
@@ -461,7 +462,7 @@ void RxmEndpoint::shutdown_all()
 		fi_close(&srx_mr_->fid);
 	srx_mr_ = nullptr;
 	srx_buffers_.clear();
-	srx_slab_.reset();
+	srx_slab_.release();
 	if (tx_mr_)
 		fi_close(&tx_mr_->fid);
 	tx_mr_ = nullptr;

@@ -276,7 +276,7 @@ private:
 	EndpointIdentity identity_;
 	std::string own_name_;
 
-	std::vector<uint8_t> tx_slab_;
+	Slab tx_slab_;
 	std::vector<TxBuffer> tx_buffers_;
 	TxBuffer *free_tx_ = nullptr;
 	size_t free_tx_count_ = 0;
@@ -300,7 +300,7 @@ private:
 	// Shared receive context of the core (FI_OFI_RXM_USE_SRX): one set of receive buffers
 	// for all connections; a message names its connection by the id in its header.
 	struct fid_ep *srx_ = nullptr;
-	std::unique_ptr<uint8_t[]> srx_slab_;
+	Slab srx_slab_;
 	std::vector<RxBuffer> srx_buffers_;
 	struct fid_mr *srx_mr_ = nullptr;
 	std::deque<RecvOp *> pending_reads_;

@@ -281,9 +281,9 @@ private:
 	TxBuffer *free_tx_ = nullptr;
 	size_t free_tx_count_ = 0;
 	struct fid_mr *tx_mr_ = nullptr;
-	std::vector<TxOp> ops_;
+	std::vector<TxOp, PageAllocator<TxOp>> ops_;
 	std::vector<uint32_t> free_ops_;
-	std::vector<RecvOp> recvs_;
+	std::vector<RecvOp, PageAllocator<RecvOp>> recvs_;
 	RecvOp *free_recvs_ = nullptr;
 	Matcher matcher_;
 	std::unordered_map<std::string, RxmConn *> peers_;

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <utility>
 
 namespace rxm {
@@ -47,6 +48,32 @@ public:
 private:
 	uint8_t *data_ = nullptr;
 	size_t size_ = 0;
+};
+
+// Allocator for rxm's big per-endpoint tables (operation slots, receives): mapped like Slab
+// for the same reason (heap blocks of a MiB shift malloc's mmap threshold and stay behind).
+template <class T>
+struct PageAllocator {
+	using value_type = T;
+	PageAllocator() = default;
+	template <class U>
+	PageAllocator(const PageAllocator<U> &) noexcept
+	{
+	}
+	T *allocate(size_t n)
+	{
+		void *p = mmap(nullptr, n * sizeof(T), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p == MAP_FAILED)
+			throw std::bad_alloc();
+		return static_cast<T *>(p);
+	}
+	void deallocate(T *p, size_t n) noexcept { munmap(p, n * sizeof(T)); }
+	template <class U>
+	bool operator==(const PageAllocator<U> &) const noexcept
+	{
+		return true;
+	}
 };
 
 } // namespace rxm

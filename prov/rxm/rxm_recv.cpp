@@ -369,7 +369,7 @@ bool RxmEndpoint::repost(RxBuffer *buf)
 		if (ret)
 			RXM_WARN(FI_LOG_EP_DATA, "reposting a shared receive buffer: %s\n",
 				 fi_strerror(static_cast<int>(-ret)));
-		return;
+		return false; // shared buffers carry no connection credits (cores without flow control)
 	}
 	if (conn->state == ConnState::closed || !conn->core_ep)
 		return false;

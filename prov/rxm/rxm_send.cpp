@@ -305,18 +305,13 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 	case TxKind::rndv:
 	case TxKind::atomic: {
 		TxBuffer *buf = op->prepared;
-<<<<<<< HEAD
 		if (!take_send_credit(conn))
-=======
+			return false;
 		stamp_conn_id(buf->data, conn->peer_conn_id);
 		ssize_t ret = op->zero_copy ? send_direct(conn, buf, op->iov, op->iov_count, 0,
 							 op->total_len)
 					    : fi_send(conn->core_ep, buf->data, buf->len, tx_desc, 0,
 						      &buf->core);
-		if (ret == -FI_EAGAIN)
->>>>>>> 2280a29 (prov/rxm: receive buffers in one shared core receive context per endpoint (FI_OFI_RXM_USE_SRX))
-			return false;
-		ssize_t ret = fi_send(conn->core_ep, buf->data, buf->len, tx_desc, 0, &buf->core);
 		if (ret == -FI_EAGAIN) {
 			return_send_credit(conn);
 			return false;

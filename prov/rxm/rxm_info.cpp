@@ -37,7 +37,9 @@ fi_info *core_hints(const fi_info *hints, const std::string &core)
 	if (!h)
 		return nullptr;
 	h->ep_attr->type = FI_EP_MSG;
-	h->mode = FI_CONTEXT | FI_CONTEXT2;
+	// FI_RX_CQ_DATA: rxm can take a core receive buffer being consumed by a peer's write with
+	// remote CQ data (verbs needs it for write-with-immediate; tcp ignores it).
+	h->mode = FI_CONTEXT | FI_CONTEXT2 | FI_RX_CQ_DATA;
 	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	if (!core.empty())
 		h->fabric_attr->prov_name = strdup(core.c_str());

@@ -89,14 +89,9 @@ protected:
 			return -FI_ENOSYS;
 		fds.push_back({wait_fd(), POLLIN, 0});
 		for (;;) {
-			int timeout = -1;
-			if (!infinite) {
-				auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-					deadline - Clock::now());
-				if (left.count() <= 0)
-					return -FI_EAGAIN;
-				timeout = static_cast<int>(left.count());
-			}
+			int timeout;
+			if (!timeout_left(deadline, infinite, &timeout))
+				return -FI_EAGAIN;
 			int n = poll(fds.data(), fds.size(), timeout);
 			if (n > 0)
 				return 0;

@@ -145,6 +145,18 @@ Waitable::Clock::time_point Waitable::deadline_after(int timeout_ms)
 	return Clock::now() + std::chrono::milliseconds(timeout_ms > 0 ? timeout_ms : 0);
 }
 
+bool Waitable::timeout_left(Clock::time_point deadline, bool infinite, int *timeout_ms)
+{
+	*timeout_ms = -1;
+	if (infinite)
+		return true;
+	auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+	if (left.count() <= 0)
+		return false;
+	*timeout_ms = static_cast<int>(left.count());
+	return true;
+}
+
 int Waitable::block_until(Clock::time_point deadline, bool infinite)
 {
 	if (!wait_ok())
@@ -152,16 +164,9 @@ int Waitable::block_until(Clock::time_point deadline, bool infinite)
 	for (;;) {
 		if (interrupted_.load())
 			return -FI_EAGAIN;
-		int timeout = -1;
-		if (!infinite) {
-			auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-				deadline - Clock::now());
-			if (left.count() <= 0)
-				return -FI_EAGAIN;
-			timeout = static_cast<int>(left.count());
-			if (timeout == 0)
-				timeout = 1;
-		}
+		int timeout;
+		if (!timeout_left(deadline, infinite, &timeout))
+			return -FI_EAGAIN;
 		epoll_event event;
 		int n = epoll_wait(epoll_fd_, &event, 1, timeout);
 		if (n > 0)

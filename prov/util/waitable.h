@@ -62,6 +62,8 @@ protected:
 	// first (begin_wait) under their lock and check has_events() after that.
 	using Clock = std::chrono::steady_clock;
 	static Clock::time_point deadline_after(int timeout_ms);
+	// The poll/epoll timeout left until 'deadline' (-1 when infinite); false once it passed.
+	static bool timeout_left(Clock::time_point deadline, bool infinite, int *timeout_ms);
 	int block_until(Clock::time_point deadline, bool infinite);
 	void begin_wait() noexcept { waiters_.fetch_add(1); }
 	void end_wait() noexcept { waiters_.fetch_sub(1); }

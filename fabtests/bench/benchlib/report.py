@@ -61,19 +61,21 @@ VM_METHOD = (
     "Measured inside the Soft-RoCE VM (`fabtests/scripts/rxe-vm`: qemu TCG emulation, 2 "
     "vCPUs on the shared host, rxe0 on dummy0, both processes in the VM), so absolute "
     "figures are far below real hardware and only ratios measured in this VM mean anything. "
-    "Latency and ping-pong bandwidth come from Debian's own `/usr/bin/fi_pingpong -S SIZE "
-    "-I {iters}` (`-m msg`), the same binary for both libraries, alternating per size as on "
-    "the host; each cell is the median of {reps} repetitions. Both libraries run with "
+    "Latency and ping-pong bandwidth come from Debian's own `/usr/bin/fi_pingpong -S all "
+    "-I {iters}` (`-m msg` and `-m tagged`), the same binary for both libraries: one process "
+    "pair sweeps every size, the library going first alternating between repetitions; each "
+    "cell is the median of {reps} repetitions (the first sizes of a sweep carry its warm-up, "
+    "so 1-2 B figures are noisy). Both libraries run with "
     "`FI_UNIVERSE_SIZE=64`: with the default (256) the system's rxm, which sizes its core CQs "
     "by the universe size, cannot create them on rxe and its fi_enable fails (-FI_EINVAL, "
-    "\"Unable to create verbs CQ\"). Our fabtests binaries are not used here because the system's verbs CQs "
-    "refuse their FI_CQ_FORMAT_TAGGED (-FI_ENOSYS); tagged and streaming bandwidth are "
-    "measured on the host only (a process pair costs 10-30 s to start under emulation, the "
-    "time budget holds three sizes, one per rxm protocol). The wire limit beside: `ibv_rc_pingpong` (ibverbs-utils; "
-    "its usec/iter is a round trip, halved here) and perftest's `ib_send_lat` (t_avg, one "
-    "way) and `ib_send_bw` (BW average of a stream, converted from MiB/s to MB/s) on rxe0, "
-    "same sizes, once per repetition after the library runs. A pair that does not finish in "
-    "90 s is stopped (cell `fail`).")
+    "\"Unable to create verbs CQ\"). Our fabtests binaries are not used here because the "
+    "system's verbs CQs refuse their FI_CQ_FORMAT_TAGGED (-FI_ENOSYS); streaming bandwidth "
+    "and message rate are measured on the host only. The wire limit beside: `ibv_rc_pingpong` "
+    "(ibverbs-utils; its usec/iter is a round trip, halved here) and perftest's `ib_send_lat` "
+    "(t_avg, one way) and `ib_send_bw` (BW average of a stream, converted from MiB/s to MB/s) "
+    "on rxe0, one pair per size at 1 B, 64 B, 64 KiB and 1 MiB (`-` elsewhere), once "
+    "per repetition after the library runs. A sweep that does not finish in 300 s (a limit "
+    "pair: 90 s) is stopped; sizes it did not reach are marked `fail`.")
 
 
 def vm_section(vm, vm_results, vm_limits):
@@ -90,7 +92,7 @@ def vm_section(vm, vm_results, vm_limits):
           f" The VM part took {vm['elapsed'] / 60:.1f} minutes, "
           f"{vm['failures']} failed runs (cells marked fail).", ""]
     md += tables.vm_table(vm_results, vm_limits, vm["sizes"], "verbs;ofi_rxm",
-                          ["fi_msg_pingpong"]) + [""]
+                          ["fi_msg_pingpong", "fi_tagged_pingpong"]) + [""]
     md += ["## verbs (msg endpoints) in the Soft-RoCE VM", ""]
     md += tables.vm_table(vm_results, vm_limits, vm["sizes"], "verbs",
                           ["fi_msg_pingpong"]) + [""]

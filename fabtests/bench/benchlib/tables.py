@@ -78,6 +78,11 @@ def host_table(results, base, sizes, prov, benches):
     return markdown(head, rows)
 
 
+def limit_cell(limits, tool, size):
+    """A physical-limit figure: "-" where that tool was not run (it runs at a few sizes)."""
+    return fmt(limits[(tool, size)]) if (tool, size) in limits else "-"
+
+
 def vm_table(results, limits, sizes, prov, benches):
     """verbs;ofi_rxm or verbs in the VM, ibv_rc_pingpong and perftest beside. Bandwidth is
     the ping-pong's (one message in flight), streaming bandwidth only for perftest."""
@@ -98,9 +103,10 @@ def vm_table(results, limits, sizes, prov, benches):
                 row += cells
                 first = o if first is None else first
         rc = limits.get(("ibv_rc_pingpong", size))
-        row += [fmt(rc), fmt(limits.get(("ib_send_lat", size))), fmt(ratio(first, rc))]
+        row += [limit_cell(limits, "ibv_rc_pingpong", size),
+                limit_cell(limits, "ib_send_lat", size), fmt(ratio(first, rc)) if rc else "-"]
         cells, o = bw_cells(results, prov, size, "fi_msg_pingpong")
-        row += cells + [fmt(limits.get(("ib_send_bw", size)))]
+        row += cells + [limit_cell(limits, "ib_send_bw", size)]
         rows.append(row)
     return markdown(head, rows)
 

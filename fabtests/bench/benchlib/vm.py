@@ -8,13 +8,14 @@ anything: the VM runs under TCG emulation, many times slower than the host.
 Latency comes from Debian's own /usr/bin/fi_pingpong (libfabric-bin), the same binary for
 both libraries: our fabtests binaries cannot run on the system library's verbs provider (its
 CQs refuse FI_CQ_FORMAT_TAGGED: fi_cq_open -FI_ENOSYS; its rxm endpoint refuses fi_enable
-with -FI_EINVAL), and one fi_pingpong process pair sweeps all its sizes (64 B .. 1 MiB),
-which keeps the run affordable under emulation where starting a pair costs 10-30 s. The
-library that goes first alternates between repetitions (not between sizes: a sweep is one
-process pair).
+with -FI_EINVAL), and one fi_pingpong process pair sweeps all its sizes (`-S all`: powers of
+two and 1.5x, reported from 1 B to 4 MiB), which keeps the run affordable under emulation
+where starting a pair costs 10-30 s. The library that goes first alternates between
+repetitions (not between sizes: a sweep is one process pair).
 
 Beside the libraries, the limit of the emulated wire: ibv_rc_pingpong (ibverbs-utils) and
-perftest's ib_send_lat / ib_send_bw on rxe0, same sizes, once per repetition.
+perftest's ib_send_lat / ib_send_bw on rxe0 at LIMIT_SIZES, once per repetition (one process
+pair per size and tool).
 """
 
 import json
@@ -30,23 +31,25 @@ from .runner import check_libraries, lib_env, median, run_tool_pair
 VM_ADDR = "192.0.2.1"        # rxe0's netdev inside the VM (see rxe-vm)
 RXE_DEV = "rxe0"
 GID_INDEX = "1"              # the IPv4-mapped GID of rxe0 (index 0 is the IPv6 link-local)
-VM_PAIR_TIMEOUT = 90         # seconds one pair may take under emulation
+VM_PAIR_TIMEOUT = 90         # seconds one limit tool pair may take under emulation
+VM_SWEEP_TIMEOUT = 300       # seconds one fi_pingpong -S all pair may take (system: ~80 s)
 TOOL_PACKAGES = {"ib_send_lat": "perftest", "ib_send_bw": "perftest",
                  "ibv_rc_pingpong": "ibverbs-utils", "fi_pingpong": "libfabric-bin"}
 MIB_PER_MB = 1048576 / 1e6   # perftest prints MiB/s; fabtests prints 10^6 bytes/s
 
 
-# One size in each rxm protocol (eager, segmented, rendezvous); few, because each process
-# pair costs 10-50 s to start under emulation on the shared host.
-SWEEP_SIZES = [64, 65536, 1 << 20]
+# The sizes of fi_pingpong -S all (powers of two and 1.5x) that the tables report: 1 B-4 MiB
+# (it also runs 0 B and 6 MiB). The first sizes of a sweep carry its warm-up.
+SWEEP_SIZES = sorted({1 << n for n in range(23)} | {3 << n for n in range(21)})
+# The physical-limit tools run one pair per size: a few sizes around the rxm protocols.
+LIMIT_SIZES = [1, 64, 65536, 1 << 20]
 # The system's rxm sizes its core CQs tx+rx size times FI_UNIVERSE_SIZE (default 256):
 # 65536 entries, more than rxe allows, so its fi_enable fails ("Unable to create verbs CQ").
 # Both libraries get the same smaller universe.
 VM_ENV = {"FI_UNIVERSE_SIZE": "64"}
 # (provider, endpoint type, fi_pingpong -m mode, the bench name the report files it under)
-# (Tagged is not swept here: one more sweep per library and repetition does not fit the
-# time budget under emulation; the host part measures tagged.)
 PINGPONGS = [("verbs;ofi_rxm", "rdm", "msg", "fi_msg_pingpong"),
+             ("verbs;ofi_rxm", "rdm", "tagged", "fi_tagged_pingpong"),
              ("verbs", "msg", "msg", "fi_msg_pingpong")]
 FI_PINGPONG = "/usr/bin/fi_pingpong"
 
@@ -196,28 +199,29 @@ def parse_sweep(text):
 
 
 def measure_sweeps(rep, quick, envs, log, results):
-    """One repetition, each size a process pair per library, the library going first
-    alternating between repetitions; results[(prov, bench, size)][lib] gets one figure."""
+    """One repetition: per benchmark, one `-S all` process pair per library, the library
+    going first alternating between repetitions; results[(prov, bench, size)][lib] gets one
+    figure per size (None for sizes a failed sweep did not reach)."""
     order = ("ours", "system") if rep % 2 == 0 else ("system", "ours")
     port = 21000 + rep * 100
     for prov, ep, mode, bench in PINGPONGS:
-        for size in SWEEP_SIZES:
-            for lib in order:
-                port += 1
-                args = [FI_PINGPONG, "-p", prov, "-e", ep, "-m", mode, "-S", str(size),
-                        "-I", str(sweep_iterations(quick))]
-                t0 = time.time()
-                out = run_tool_pair(args + ["-B", str(port)],
-                                    args + ["-P", str(port), VM_ADDR],
-                                    port, log, VM_PAIR_TIMEOUT, env=envs[lib])
-                figures = parse_sweep(out or "").get(size)
-                log.write(f"{time.time() - t0:6.1f}s {lib:6} {prov} {mode} {size}: {figures}\n")
-                results.setdefault((prov, bench, size), {}).setdefault(lib, []).append(figures)
+        for lib in order:
+            port += 1
+            args = [FI_PINGPONG, "-p", prov, "-e", ep, "-m", mode, "-S", "all",
+                    "-I", str(sweep_iterations(quick))]
+            t0 = time.time()
+            out = run_tool_pair(args + ["-B", str(port)], args + ["-P", str(port), VM_ADDR],
+                                port, log, VM_SWEEP_TIMEOUT, env=envs[lib], partial=True)
+            sweep = parse_sweep(out or "")
+            log.write(f"{time.time() - t0:6.1f}s {lib:6} {prov} {mode}: {len(sweep)} sizes\n")
+            for size in SWEEP_SIZES:
+                results.setdefault((prov, bench, size), {}).setdefault(lib, []).append(
+                    sweep.get(size))
 
 
 def measure_limits(rep, quick, log, limits):
     port = 19000 + rep * 50
-    for size in SWEEP_SIZES:
+    for size in LIMIT_SIZES:
         port += 1
         limits.setdefault(("ibv_rc_pingpong", size), []).append(
             timed(log, f"ibv_rc_pingpong {size}", rc_pingpong, size,

@@ -133,7 +133,11 @@ fi_info *rdm_info_from_core(const fi_info *core)
 	// rxm registers its own bounce buffers; applications only see the core's remote rules.
 	d->mr_mode = cd->mr_mode & (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY);
 	d->mr_key_size = cd->mr_key_size;
+	// Messages carry 64-bit CQ data in rxm's header, but fi_writedata hands it to the core's
+	// write with data, which may carry less (verbs: 32-bit immediate data).
 	d->cq_data_size = sizeof(uint64_t);
+	if (core_has_rma(core) && cd->cq_data_size < d->cq_data_size)
+		d->cq_data_size = cd->cq_data_size;
 	d->cq_cnt = cd->cq_cnt;
 	d->ep_cnt = cd->ep_cnt;
 	d->tx_ctx_cnt = 1;

@@ -1,4 +1,4 @@
-// Connection management of ofi_rxm over tcp on loopback, with each endpoint driven by its own
+// Connection management of ofi_rxm over tcp (or RXM_TEST_PROV's core) on loopback, with each endpoint driven by its own
 // thread the way two MPI ranks drive theirs: simultaneous first sends, connection timeouts.
 // Only the public fi_* API is used.
 #include <rdma/fabric.h>
@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "src/registry.h"
+#include "rxm_test_provider.h"
 
 #include <gtest/gtest.h>
 
@@ -37,10 +38,11 @@ fi_info *rdm_info()
 	fi_info *hints = fi_allocinfo();
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->caps = FI_MSG | FI_TAGGED;
-	hints->fabric_attr->prov_name = strdup("tcp;ofi_rxm");
+	hints->fabric_attr->prov_name = strdup(rxm_test::provider());
 	hints->addr_format = FI_SOCKADDR_IN;
+	hints->domain_attr->mr_mode = rxm_test::mr_mode();
 	fi_info *info = nullptr;
-	int ret = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", nullptr, FI_SOURCE, hints, &info);
+	int ret = fi_getinfo(FI_VERSION(1, 17), rxm_test::address(), nullptr, FI_SOURCE, hints, &info);
 	fi_freeinfo(hints);
 	return ret ? nullptr : info;
 }
@@ -163,12 +165,11 @@ protected:
 	void SetUp() override
 	{
 		info = rdm_info();
-#ifdef HAVE_TCP
-		ASSERT_NE(nullptr, info) << "no tcp;ofi_rxm";
-#else
-		if (!info)
+#ifndef HAVE_TCP
+		if (!info && !rxm_test::provider_must_exist())
 			GTEST_SKIP() << "built without the tcp provider";
 #endif
+		ASSERT_NE(nullptr, info) << "no " << rxm_test::provider();
 	}
 	void TearDown() override { fi_freeinfo(info); }
 

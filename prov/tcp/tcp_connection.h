@@ -148,8 +148,9 @@ public:
 	void attach(int fd);
 	int fd() const { return fd_; }
 	bool active() const { return fd_ >= 0 && !failed_; }
-	// Stops the stream (local shutdown or close): queued and outstanding operations
-	// complete with FI_ECANCELED. Posted receives stay until cancelled or closed.
+	// Stops the stream (local shutdown, failed connect, lost peer): queued and outstanding
+	// operations and the receives posted to this endpoint complete with FI_ECANCELED, and
+	// later posts fail with -FI_ENOTCONN.
 	void stop();
 
 	// Posting; all return 0 or -FI_EAGAIN (queue full) / -FI_EINVAL / -FI_ENOTCONN.
@@ -187,6 +188,8 @@ private:
 	TxEntry *new_request(TxKind kind, const PostArgs &args, size_t total);
 	void append_payload(TxEntry *e, const PostArgs &args, size_t total);
 	void complete_tx(TxEntry *e, int err);
+	void complete_cancelled(RxEntry *r);  // releases r, reports FI_ECANCELED
+	void flush_own_recvs();
 	bool start_operation();           // header decoded: decide where the payload goes
 	bool start_message();
 	bool start_write();

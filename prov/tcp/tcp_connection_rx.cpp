@@ -89,6 +89,8 @@ int Connection::post_recv(const iovec *iov, size_t count, void *context, uint64_
 {
 	if (shared_rx())
 		return -FI_EOPNOTSUPP; // receives go to the shared context
+	if (failed_)
+		return -FI_ENOTCONN; // nothing will ever arrive to complete it
 	int ret = own_rx_.post(iov, count, context, op_flags);
 	if (ret == 0 && rx_state_ == RxState::pending)
 		progress_rx();
@@ -100,12 +102,26 @@ int Connection::cancel_recv(void *context)
 	RxEntry *r = own_rx_.unlink(context, matched_);
 	if (!r)
 		return -FI_ENOENT;
+	complete_cancelled(r);
+	return 0;
+}
+
+void Connection::complete_cancelled(RxEntry *r)
+{
+	void *context = r->context;
 	uint64_t op_flags = r->op_flags;
 	uint64_t flags = FI_RECV | FI_MSG | (op_flags & FI_MULTI_RECV);
 	void *buf = r->iov_count ? r->iov[0].iov_base : nullptr;
 	own_rx_.release(r);
 	owner_.rx_done(context, op_flags, flags, buf, 0, 0, FI_ECANCELED, 0);
-	return 0;
+}
+
+void Connection::flush_own_recvs()
+{
+	while (RxEntry *r = own_rx_.head()) {
+		own_rx_.pop_head();
+		complete_cancelled(r);
+	}
 }
 
 void Connection::reset_rx()

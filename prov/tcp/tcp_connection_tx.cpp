@@ -289,6 +289,9 @@ void Connection::stop()
 	reset_rx();
 	response_pool_.for_each_in_use([this](TxEntry *e) { response_pool_.put(e); });
 	tx_pool_.for_each_in_use([this](TxEntry *e) { complete_tx(e, FI_ECANCELED); });
+	// Nothing will arrive for the receives posted to this endpoint: the application gets
+	// each buffer back with FI_ECANCELED (those of a shared context stay there).
+	flush_own_recvs();
 }
 
 void Connection::lost(int err)

@@ -94,6 +94,11 @@ int TcpEndpoint::close()
 			srx_->unref();
 			srx_ = nullptr;
 		}
+		// fi_endpoint: operations outstanding at close are discarded silently. Its EQ
+		// events go too: read later, they would name a closed fid (whose memory a new
+		// endpoint may have by then).
+		if (eq())
+			eq()->discard_events_of(&ep_fid()->fid);
 	}
 	return util::Endpoint::close();
 }

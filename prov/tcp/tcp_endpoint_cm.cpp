@@ -226,6 +226,7 @@ int TcpEndpoint::shutdown(uint64_t)
 	case State::idle:
 		if (!from_request_)
 			return -FI_ENOTCONN;
+		conn_.stop(); // receives posted before fi_accept come back cancelled
 		break;
 	case State::closed:
 		return 0;

@@ -144,6 +144,28 @@ int EventQueue::write_error(struct fid *fid, void *context, uint64_t data, int e
 	}
 }
 
+size_t EventQueue::discard_events_of(const struct fid *fid)
+{
+	LockGuard guard(lock_);
+	size_t before = events_.size();
+	std::erase_if(events_, [fid](Event &event) {
+		const struct fid *named = nullptr;
+		if (event.is_error)
+			named = event.error.fid;
+		else if (event.bytes.size() >= sizeof(named))
+			// fi_eq_entry and fi_eq_cm_entry both start with the fid.
+			std::memcpy(&named, event.bytes.data(), sizeof(named));
+		if (named != fid)
+			return false;
+		if (event.owned_info)
+			fi_freeinfo(event.owned_info);
+		return true;
+	});
+	if (events_.empty() && before)
+		note_drained();
+	return before - events_.size();
+}
+
 // ---- fi_ops_eq ----
 
 ssize_t EventQueue::read_locked(uint32_t *event, void *buf, size_t len, uint64_t flags)

@@ -45,6 +45,11 @@ public:
 	int write_error(struct fid *fid, void *context, uint64_t data, int err, int prov_errno,
 			const void *err_data = nullptr, size_t err_data_size = 0);
 
+	// Drops the events (errors included) that name `fid`: an endpoint being closed calls it
+	// so no event referencing the closed object is read later (the memory of a closed fid
+	// may be a new endpoint's by then). Returns how many were dropped.
+	size_t discard_events_of(const struct fid *fid);
+
 	// ---- fi_ops_eq ----
 	ssize_t read(uint32_t *event, void *buf, size_t len, uint64_t flags);
 	ssize_t readerr(struct fi_eq_err_entry *buf, uint64_t flags);

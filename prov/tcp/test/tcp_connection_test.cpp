@@ -406,3 +406,31 @@ TEST(ConnectionProtocol, PeerCloseFlushesOutstanding)
 	ASSERT_EQ(1u, owner.tx.size());
 	EXPECT_EQ(FI_ECANCELED, owner.tx[0].err);
 }
+
+TEST(ConnectionProtocol, PeerCloseFlushesPostedReceives)
+{
+	int sv[2];
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	fcntl(sv[1], F_SETFL, O_NONBLOCK);
+	FakeOwner owner;
+	Connection c(owner, Limits{});
+	char one[8], two[8];
+	iovec r1{one, sizeof(one)}, r2{two, sizeof(two)};
+	ASSERT_EQ(0, c.post_recv(&r1, 1, one, FI_COMPLETION));
+	ASSERT_EQ(0, c.post_recv(&r2, 1, two, FI_COMPLETION | FI_MULTI_RECV));
+	c.attach(sv[1]);
+	close(sv[0]);
+	c.progress_rx();
+	ASSERT_EQ(1u, owner.lost.size());
+	// Every buffer comes back, in posting order, cancelled; a multi-receive buffer is
+	// released (FI_MULTI_RECV) with it.
+	ASSERT_EQ(2u, owner.rx.size());
+	EXPECT_EQ(FI_ECANCELED, owner.rx[0].err);
+	EXPECT_EQ(one, owner.rx[0].context);
+	EXPECT_EQ(FI_ECANCELED, owner.rx[1].err);
+	EXPECT_EQ(two, owner.rx[1].context);
+	EXPECT_TRUE(owner.rx[1].flags & FI_MULTI_RECV);
+	EXPECT_EQ(-FI_ENOENT, c.cancel_recv(one));
+	// Nothing can arrive any more: later receives are refused, not parked forever.
+	EXPECT_EQ(-FI_ENOTCONN, c.post_recv(&r1, 1, one, FI_COMPLETION));
+}

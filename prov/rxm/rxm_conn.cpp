@@ -59,18 +59,30 @@ size_t RxmEndpoint::own_cm_data(uint8_t *out, RejectReason reason, const RxmConn
 	return encode_cm_data(cm, out);
 }
 
-// Connection ids: the index in conns_ (plus one) in the low bits, a per-endpoint random
-// value in the high ones, so a message naming a connection by id cannot be routed to another
-// connection by a stale or guessed small number.
+// Connection ids: the slot in conns_ (plus one) in the low bits, a per-endpoint random
+// value plus the slot's use count in the high ones, so a message naming a connection by id
+// cannot be routed to another connection (or to the next user of a released slot) by a
+// stale or guessed small number.
 constexpr uint32_t kConnIndexBits = 20;
 constexpr uint32_t kConnIndexMask = (1u << kConnIndexBits) - 1;
 
 RxmConn *RxmEndpoint::new_conn()
 {
-	conns_.push_back(std::make_unique<RxmConn>(this));
-	RxmConn *conn = conns_.back().get();
-	uint32_t index = static_cast<uint32_t>(conns_.size());
-	conn->id = index <= kConnIndexMask ? (conn_id_nonce_ << kConnIndexBits) | index : 0;
+	uint32_t slot;
+	if (!free_conn_slots_.empty()) {
+		slot = free_conn_slots_.back();
+		free_conn_slots_.pop_back();
+	} else {
+		conns_.emplace_back();
+		conn_slot_uses_.push_back(0);
+		slot = static_cast<uint32_t>(conns_.size());
+	}
+	conns_[slot - 1] = std::make_unique<RxmConn>(this);
+	RxmConn *conn = conns_[slot - 1].get();
+	conn->slot = slot;
+	live_conns_++;
+	uint32_t high = conn_id_nonce_ + conn_slot_uses_[slot - 1]++;
+	conn->id = slot <= kConnIndexMask ? (high << kConnIndexBits) | slot : 0;
 	return conn;
 }
 
@@ -80,7 +92,70 @@ RxmConn *RxmEndpoint::conn_by_id(uint32_t id) const
 	if (index == 0 || index > conns_.size())
 		return nullptr;
 	RxmConn *conn = conns_[index - 1].get();
-	return conn->id == id ? conn : nullptr;
+	return conn && conn->id == id ? conn : nullptr;
+}
+
+size_t RxmEndpoint::connection_count()
+{
+	std::lock_guard guard(lock_);
+	return live_conns_;
+}
+
+void RxmEndpoint::mark_closed(RxmConn *conn)
+{
+	conn->state = ConnState::closed;
+	if (!conn->trim_listed) {
+		conn->trim_listed = true;
+		trim_candidates_.push_back(conn);
+	}
+}
+
+// A closed connection can go once no operation, buffer, queued message or list refers to
+// it. Runs on the control path only (after core endpoints were closed, after AV removals,
+// and now and then while candidates wait), so scanning the pools is fine.
+bool RxmEndpoint::conn_referenced(const RxmConn *conn) const
+{
+	if (conn->state != ConnState::closed || conn->core_ep || conn->credit_waiting)
+		return true;
+	auto mapped = peers_.find(conn->peer_name);
+	if (mapped != peers_.end() && mapped->second == conn)
+		return true;
+	for (const auto *list : {&retired_, &closing_})
+		for (const RetiredCoreEp &r : *list)
+			if (r.conn == conn)
+				return true;
+	for (const TxBuffer &b : tx_buffers_)
+		if (b.conn == conn)
+			return true;
+	for (const TxOp &op : ops_)
+		if (op.in_use && op.conn == conn)
+			return true;
+	for (const RecvOp &op : recvs_)
+		if (op.in_use && op.conn == conn)
+			return true;
+	return matcher_.any_unexpected([conn](const UnexpectedMsg &m) {
+		return static_cast<const Unexpected *>(m.owner)->conn == conn;
+	});
+}
+
+void RxmEndpoint::trim_conns()
+{
+	std::vector<RxmConn *> keep;
+	for (RxmConn *conn : trim_candidates_) {
+		if (conn_referenced(conn)) {
+			keep.push_back(conn);
+			continue;
+		}
+		RXM_INFO(FI_LOG_EP_CTRL, "conn %p to %s: released\n", static_cast<void *>(conn),
+			 describe_address(conn->peer_name).c_str());
+		if (conn->rx_mr)
+			fi_close(&conn->rx_mr->fid);
+		uint32_t slot = conn->slot;
+		conns_[slot - 1].reset();
+		free_conn_slots_.push_back(slot);
+		live_conns_--;
+	}
+	trim_candidates_.swap(keep);
 }
 
 RxmConn *RxmEndpoint::conn_for_send(fi_addr_t dest, int *err)
@@ -103,7 +178,7 @@ RxmConn *RxmEndpoint::conn_for_send(fi_addr_t dest, int *err)
 	if (ret) {
 		RXM_WARN(FI_LOG_EP_CTRL, "connecting to a peer: %s\n", fi_strerror(-ret));
 		close_core(conn);
-		conn->state = ConnState::closed;
+		mark_closed(conn);
 		*err = ret == -FI_EAGAIN ? -FI_EAGAIN : ret;
 		return nullptr;
 	}
@@ -184,19 +259,37 @@ void RxmEndpoint::close_core(RxmConn *conn)
 	}
 }
 
+// Reads the core CQ until it reports nothing (bounded: a core that keeps completing is
+// read again by the next progress call). True when it was seen empty.
+bool RxmEndpoint::drain_core_cq_until_empty()
+{
+	for (int i = 0; i < 256; i++)
+		if (drain_core_cq() == 0)
+			return true;
+	return false;
+}
+
 void RxmEndpoint::close_retired()
 {
-	if (retired_.empty())
+	if (!retired_.empty()) {
+		std::vector<RetiredCoreEp> batch;
+		batch.swap(retired_);
+		// Closed first: the core then writes nothing more for them (a core that flushes
+		// on disconnect has written its flushed completions already).
+		for (RetiredCoreEp &r : batch)
+			fi_close(&r.ep->fid);
+		set_aside_eq_events(batch);
+		closing_.insert(closing_.end(), batch.begin(), batch.end());
+	}
+	if (closing_.empty())
 		return;
-	// Whatever the core already completed for these endpoints is handled the normal way, so
-	// no buffer is both completed by the core and finished by finish_core_held.
-	for (int i = 0; i < 64 && drain_core_cq(); i++)
-		;
+	// What the core completed before the close is handled the normal way, so no buffer is
+	// both completed by the core and finished by finish_core_held, and no completion read
+	// later points into receive buffers freed here.
+	if (!drain_core_cq_until_empty())
+		return;
 	std::vector<RetiredCoreEp> batch;
-	batch.swap(retired_);
-	for (RetiredCoreEp &r : batch)
-		fi_close(&r.ep->fid);
-	set_aside_eq_events(batch);
+	batch.swap(closing_);
 	for (RetiredCoreEp &r : batch) {
 		RxmConn *conn = r.conn;
 		if (conn->close_error) // failed (abandoned attempts held nothing)
@@ -210,6 +303,7 @@ void RxmEndpoint::close_retired()
 		conn->rx_slab.release();
 	}
 	post_pending_reads(); // reads of failed connections finish with their error
+	trim_conns();
 }
 
 // Events the core queued for endpoints it has now closed are dropped: a later endpoint may
@@ -332,7 +426,7 @@ void RxmEndpoint::handle_connreq(const struct fi_eq_cm_entry *entry, size_t data
 			// Our own attempt (lost race or waiting for this request) yields its queue.
 			move_backlog(existing, conn);
 			close_core(existing);
-			existing->state = ConnState::closed;
+			mark_closed(existing);
 		}
 		peers_[name] = conn;
 		break;
@@ -380,7 +474,7 @@ RxmConn *RxmEndpoint::conn_of(fid_t fid) const
 	if (!fid)
 		return nullptr;
 	for (const auto &c : conns_)
-		if (c->core_ep && &c->core_ep->fid == fid)
+		if (c && c->core_ep && &c->core_ep->fid == fid)
 			return c.get();
 	return nullptr;
 }
@@ -416,8 +510,9 @@ void RxmEndpoint::handle_eq_event(uint32_t event, const struct fi_eq_cm_entry *e
 		RxmConn *conn = conn_of(entry->fid);
 		RXM_INFO(FI_LOG_EP_CTRL, "conn %p: shutdown by the peer\n", static_cast<void *>(conn));
 		if (conn) {
-			// Messages the peer sent before closing may still sit in the core CQ.
-			drain_core_cq();
+			// Messages the peer sent before closing may still sit in the core CQ
+			// (followed by the receives the core flushed).
+			drain_core_cq_until_empty();
 			fail_conn(conn, -FI_ECONNRESET);
 		}
 		break;
@@ -461,7 +556,7 @@ void RxmEndpoint::fail_conn(RxmConn *conn, int err)
 {
 	if (conn->state == ConnState::closed)
 		return;
-	conn->state = ConnState::closed;
+	mark_closed(conn);
 	conn->close_error = err ? err : -FI_ECONNABORTED;
 	close_core(conn);
 	auto it = peers_.find(conn->peer_name);
@@ -570,7 +665,7 @@ void RxmEndpoint::retry_connect(RxmConn *old)
 	conn->peer_name = old->peer_name;
 	conn->deadline = old->deadline;
 	move_backlog(old, conn);
-	old->state = ConnState::closed; // its core endpoint went when it was rejected
+	mark_closed(old); // its core endpoint went when it was rejected
 	peers_[conn->peer_name] = conn;
 	RXM_INFO(FI_LOG_EP_CTRL, "conn %p: connecting again to %s (was rejected as a duplicate)\n",
 		 static_cast<void *>(conn), describe_address(conn->peer_name).c_str());

@@ -49,6 +49,9 @@ public:
 	uint32_t id = 0;                // ours: peers stamp it on messages (shared receive buffers)
 	uint32_t peer_conn_id = 0;      // the peer's, stamped on what we send
 	uint64_t source_generation = ~0ULL;
+	uint32_t slot = 0;              // index in the endpoint's conns_ plus one
+	bool credit_waiting = false;    // in the endpoint's credit_waiters_
+	bool trim_listed = false;       // in the endpoint's trim_candidates_
 
 	Slab rx_slab;
 	std::vector<RxBuffer> rx;

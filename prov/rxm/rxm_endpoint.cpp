@@ -439,10 +439,12 @@ void RxmEndpoint::shutdown_all()
 {
 	unregister_wait_sources();
 	for (auto &conn : conns_)
-		close_core(conn.get());
+		if (conn)
+			close_core(conn.get());
 	for (RetiredCoreEp &r : retired_)
 		fi_close(&r.ep->fid);
 	retired_.clear();
+	closing_.clear(); // closed already; their receive buffers go with conns_
 	for (CoreEqEvent &ev : eq_backlog_)
 		if (!ev.error && ev.event == FI_CONNREQ)
 			fi_freeinfo(reinterpret_cast<fi_eq_cm_entry *>(ev.entry.data())->info);
@@ -451,9 +453,14 @@ void RxmEndpoint::shutdown_all()
 		fi_close(&pep_->fid);
 	pep_ = nullptr;
 	for (auto &conn : conns_)
-		if (conn->rx_mr)
+		if (conn && conn->rx_mr)
 			fi_close(&conn->rx_mr->fid);
 	conns_.clear();
+	free_conn_slots_.clear();
+	conn_slot_uses_.clear();
+	trim_candidates_.clear();
+	credit_waiters_.clear();
+	live_conns_ = 0;
 	peers_.clear();
 	if (srx_)
 		fi_close(&srx_->fid); // after the core endpoints bound to it
@@ -622,11 +629,19 @@ void RxmEndpoint::progress()
 		if (!conn->backlog.empty())
 			pump(conn);
 	run_conn_timers();
-	if (domain_->flow_ctrl()) // credit updates that found no room earlier
-		for (auto &conn : conns_)
-			if (conn->credit_return.update_due())
-				send_credit_update(conn.get());
+	if (!credit_waiters_.empty()) { // credit updates that found no room earlier
+		std::vector<RxmConn *> waiting;
+		waiting.swap(credit_waiters_);
+		for (RxmConn *conn : waiting) {
+			conn->credit_waiting = false;
+			send_credit_update(conn);
+		}
+	}
 	close_retired();
+	// Closed connections still referred to (e.g. by an unexpected message) are looked at
+	// again now and then.
+	if (!trim_candidates_.empty() && closing_.empty() && ++trim_tick_ % 1024 == 0)
+		trim_conns();
 }
 
 size_t RxmEndpoint::drain_core_cq()

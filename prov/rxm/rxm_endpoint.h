@@ -38,6 +38,9 @@ public:
 	static int open(RxmDomain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
 	int close() override;
 	struct fid_ep *pub() { return &embedded_fid.pub; }
+	// Connections whose state is still held (live, being set up, or closed and not yet
+	// released); for tests and logs.
+	size_t connection_count();
 
 	// fi_ops / fi_ops_ep / fi_ops_cm
 	int bind(struct fid *bfid, uint64_t flags);
@@ -227,6 +230,10 @@ private:
 	void fail_conn(RxmConn *conn, int err);
 	void close_core(RxmConn *conn);  // retires the core endpoint (closed by close_retired)
 	void close_retired();
+	bool drain_core_cq_until_empty();
+	void mark_closed(RxmConn *conn);    // state closed; released by trim_conns once unused
+	bool conn_referenced(const RxmConn *conn) const;
+	void trim_conns();
 	void finish_core_held(RxmConn *conn, int err);
 	void set_aside_eq_events(const std::vector<RetiredCoreEp> &closed);
 	void run_conn_timers();
@@ -287,8 +294,19 @@ private:
 	RecvOp *free_recvs_ = nullptr;
 	Matcher matcher_;
 	std::unordered_map<std::string, RxmConn *> peers_;
-	std::vector<std::unique_ptr<RxmConn>> conns_; // all connections, freed at close
+	// Connections by slot (id & index mask, minus one); a released connection leaves an
+	// empty slot that the next connection takes.
+	std::vector<std::unique_ptr<RxmConn>> conns_;
+	std::vector<uint32_t> free_conn_slots_;
+	std::vector<uint16_t> conn_slot_uses_;  // mixed into ids, so a reused slot's id differs
+	size_t live_conns_ = 0;
+	std::vector<RxmConn *> trim_candidates_; // closed, released once nothing refers to them
+	unsigned trim_tick_ = 0;
+	std::vector<RxmConn *> credit_waiters_;  // a credit update is due but found no room
 	std::vector<RetiredCoreEp> retired_;
+	// Closed core endpoints whose connection state waits until the core CQ was read empty:
+	// completions the core wrote before the close may still point into it.
+	std::vector<RetiredCoreEp> closing_;
 	std::deque<CoreEqEvent> eq_backlog_; // read from the core EQ, handled before what follows
 	// Connection timers: checked by progress while some connection is being set up; the
 	// timerfd (in the bound CQs' and counters' wait sets) wakes sleepers at the next deadline.

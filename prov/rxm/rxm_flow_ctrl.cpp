@@ -63,17 +63,27 @@ void RxmEndpoint::on_buffer_reposted(RxmConn *conn)
 }
 
 // Sent ahead of queued data (which may itself wait for credits) and allowed to use the last
-// credit. Without room now it stays due and progress retries it.
+// credit. Without room now it stays due: the connection joins credit_waiters_, which
+// progress retries (only those, not every connection).
 void RxmEndpoint::send_credit_update(RxmConn *conn)
 {
 	if (!conn->credit_return.update_due() || !conn->core_ep ||
 	    conn->state != ConnState::connected)
 		return;
-	if (!conn->send_credits.take_for_credit_update())
+	auto wait_for_room = [this, conn] {
+		if (!conn->credit_waiting) {
+			conn->credit_waiting = true;
+			credit_waiters_.push_back(conn);
+		}
+	};
+	if (!conn->send_credits.take_for_credit_update()) {
+		wait_for_room();
 		return;
+	}
 	TxBuffer *buf = alloc_tx_buffer();
 	if (!buf) {
 		return_send_credit(conn);
+		wait_for_room();
 		return;
 	}
 	WireHeader h;
@@ -87,6 +97,7 @@ void RxmEndpoint::send_credit_update(RxmConn *conn)
 	if (ret) {
 		free_tx_buffer(buf);
 		return_send_credit(conn);
+		wait_for_room();
 		if (ret != -FI_EAGAIN)
 			RXM_WARN(FI_LOG_EP_DATA, "sending a credit update: %s\n",
 				 fi_strerror(static_cast<int>(-ret)));

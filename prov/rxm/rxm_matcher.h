@@ -88,6 +88,14 @@ public:
 
 	static void remove_unexpected(UnexpectedMsg *msg) { IntrusiveList<UnexpectedMsg>::remove(msg); }
 
+	// True if some unexpected message (of either kind) satisfies fn.
+	template <typename Fn> bool any_unexpected(Fn fn) const
+	{
+		for (const auto &queue : unexpected_)
+			if (queue.find([&](const UnexpectedMsg &m) { return fn(m); }))
+				return true;
+		return false;
+	}
 	bool posted_empty(MatchKind kind) const { return posted_[idx(kind)].empty(); }
 	bool unexpected_empty(MatchKind kind) const { return unexpected_[idx(kind)].empty(); }
 

@@ -115,6 +115,7 @@ TxBuffer *RxmEndpoint::alloc_tx_buffer(bool for_application)
 
 void RxmEndpoint::free_tx_buffer(TxBuffer *buf)
 {
+	buf->conn = nullptr; // a free buffer refers to no connection (see conn_referenced)
 	buf->next_free = free_tx_;
 	free_tx_ = buf;
 	free_tx_count_++;

@@ -1,0 +1,205 @@
+// Lifetime of ofi_rxm connections over tcp on loopback: a connection whose peer closed is
+// released (also when the peer's address was removed from the AV, which keeps a live
+// connection); many connections failing at once (each core endpoint flushing its posted
+// receives) leave the endpoint working. The count of live connections is read through the endpoint object.
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+
+#include "config.h"
+#include "prov/rxm/rxm_endpoint.h"
+#include "prov/rxm/test/rxm_test_provider.h"
+#include "prov/util/fid_object.h"
+#include "src/registry.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace {
+
+#ifdef HAVE_TCP
+fi_provider *(*volatile keep_tcp)() = ofi_tcp_provider_init;
+fi_provider *(*volatile keep_rxm)() = ofi_rxm_provider_init;
+#endif
+
+// One RDM endpoint with its own fabric, domain, AV and CQ.
+struct Peer {
+	explicit Peer(fi_info *info)
+	{
+		EXPECT_EQ(0, fi_fabric(info->fabric_attr, &fabric, nullptr));
+		EXPECT_EQ(0, fi_domain(fabric, info, &domain, nullptr));
+		fi_av_attr av_attr{};
+		av_attr.type = FI_AV_TABLE;
+		EXPECT_EQ(0, fi_av_open(domain, &av_attr, &av, nullptr));
+		fi_cq_attr cq_attr{};
+		cq_attr.format = FI_CQ_FORMAT_DATA;
+		cq_attr.size = 1024;
+		EXPECT_EQ(0, fi_cq_open(domain, &cq_attr, &cq, nullptr));
+		EXPECT_EQ(0, fi_endpoint(domain, info, &ep, nullptr));
+		EXPECT_EQ(0, fi_ep_bind(ep, &av->fid, 0));
+		EXPECT_EQ(0, fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
+		EXPECT_EQ(0, fi_enable(ep));
+		size_t len = sizeof(name);
+		EXPECT_EQ(0, fi_getname(&ep->fid, name, &len));
+	}
+	~Peer()
+	{
+		EXPECT_EQ(0, fi_close(&ep->fid));
+		EXPECT_EQ(0, fi_close(&cq->fid));
+		EXPECT_EQ(0, fi_close(&av->fid));
+		EXPECT_EQ(0, fi_close(&domain->fid));
+		EXPECT_EQ(0, fi_close(&fabric->fid));
+	}
+	fi_addr_t insert(const Peer &other)
+	{
+		fi_addr_t addr = FI_ADDR_NOTAVAIL;
+		EXPECT_EQ(1, fi_av_insert(av, other.name, 1, &addr, 0, nullptr));
+		return addr;
+	}
+	// Reads the CQ once (progress); counts successes and errors.
+	void poll()
+	{
+		fi_cq_data_entry e[16];
+		ssize_t n = fi_cq_read(cq, e, 16);
+		if (n > 0)
+			completions += static_cast<size_t>(n);
+		if (n == -FI_EAVAIL) {
+			fi_cq_err_entry err{};
+			if (fi_cq_readerr(cq, &err, 0) == 1)
+				errors++;
+		}
+	}
+	size_t connections() const
+	{
+		auto *obj = util::fid_cast<rxm::RxmEndpoint>(&ep->fid, FI_CLASS_EP);
+		EXPECT_NE(nullptr, obj);
+		return obj ? obj->connection_count() : 0;
+	}
+
+	fid_fabric *fabric = nullptr;
+	fid_domain *domain = nullptr;
+	fid_av *av = nullptr;
+	fid_cq *cq = nullptr;
+	fid_ep *ep = nullptr;
+	uint8_t name[64];
+	size_t completions = 0, errors = 0;
+};
+
+class RxmConnLifetime : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		// These count tcp's core endpoints going down (and its flushed receives); the
+		// Soft-RoCE VM runs rxm_loopback over verbs with RXM_TEST_PROV set.
+		if (strcmp(rxm_test::provider(), "tcp;ofi_rxm") != 0)
+			GTEST_SKIP() << "written for tcp;ofi_rxm, not " << rxm_test::provider();
+		fi_info *hints = fi_allocinfo();
+		hints->ep_attr->type = FI_EP_RDM;
+		hints->caps = FI_MSG | FI_SOURCE;
+		hints->fabric_attr->prov_name = strdup("tcp;ofi_rxm");
+		hints->addr_format = FI_SOCKADDR_IN;
+		int ret = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", nullptr, FI_SOURCE, hints, &info);
+		fi_freeinfo(hints);
+#ifdef HAVE_TCP
+		ASSERT_EQ(0, ret) << "tcp;ofi_rxm: " << fi_strerror(-ret);
+#else
+		if (ret)
+			GTEST_SKIP() << "built without the tcp provider";
+#endif
+	}
+	void TearDown() override { fi_freeinfo(info); }
+
+	// Polls every peer until done() holds (at most 10 s).
+	static bool poll_until(const std::vector<Peer *> &peers, const std::function<bool()> &done)
+	{
+		auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+		while (std::chrono::steady_clock::now() < deadline) {
+			for (Peer *p : peers)
+				p->poll();
+			if (done())
+				return true;
+		}
+		return false;
+	}
+
+	// from sends one message to `to`, which receives it.
+	static void exchange(Peer &from, fi_addr_t dest, Peer &to, std::vector<Peer *> all)
+	{
+		char out[32] = "hello", in[32] = {};
+		size_t sent = from.completions, got = to.completions;
+		ASSERT_EQ(0, fi_recv(to.ep, in, sizeof(in), nullptr, FI_ADDR_UNSPEC, in));
+		ASSERT_EQ(0, fi_send(from.ep, out, sizeof(out), nullptr, dest, out));
+		ASSERT_TRUE(poll_until(all, [&] {
+			return from.completions > sent && to.completions > got;
+		}));
+		EXPECT_STREQ("hello", in);
+	}
+
+	fi_info *info = nullptr;
+};
+
+TEST_F(RxmConnLifetime, ClosedPeersConnectionsAreReleased)
+{
+	Peer hub(info);
+	for (int round = 0; round < 20; round++) {
+		auto peer = std::make_unique<Peer>(info);
+		fi_addr_t dest = hub.insert(*peer);
+		exchange(hub, dest, *peer, {&hub, peer.get()});
+		ASSERT_EQ(1u, hub.connections()) << "round " << round;
+		peer.reset(); // the hub sees FI_SHUTDOWN
+		ASSERT_TRUE(poll_until({&hub}, [&] { return hub.connections() == 0; }))
+			<< "round " << round << ": " << hub.connections() << " connections";
+	}
+	EXPECT_EQ(0u, hub.errors);
+}
+
+TEST_F(RxmConnLifetime, AvRemoveKeepsTheConnectionUntilThePeerCloses)
+{
+	Peer a(info);
+	auto b = std::make_unique<Peer>(info);
+	fi_addr_t b_at_a = a.insert(*b);
+	fi_addr_t a_at_b = b->insert(a);
+	exchange(a, b_at_a, *b, {&a, b.get()});
+	ASSERT_EQ(0, fi_av_remove(a.av, &b_at_a, 1, 0));
+	// The peer may still send: what it sends is delivered (its source unknown to A).
+	exchange(*b, a_at_b, a, {&a, b.get()});
+	EXPECT_EQ(1u, a.connections());
+	b.reset();
+	EXPECT_TRUE(poll_until({&a}, [&] { return a.connections() == 0; }))
+		<< a.connections() << " connections";
+	EXPECT_EQ(0u, a.errors);
+}
+
+TEST_F(RxmConnLifetime, ManyPeersClosingAtOnceLeaveTheHubWorking)
+{
+	Peer hub(info);
+	std::vector<std::unique_ptr<Peer>> peers;
+	std::vector<Peer *> all{&hub};
+	for (int i = 0; i < 8; i++) {
+		peers.push_back(std::make_unique<Peer>(info));
+		all.push_back(peers.back().get());
+	}
+	for (auto &p : peers) {
+		fi_addr_t hub_at_p = p->insert(hub);
+		exchange(*p, hub_at_p, hub, all);
+	}
+	ASSERT_EQ(8u, hub.connections());
+	// All close before the hub progresses: their core endpoints' receives are flushed at
+	// once (without shared receive contexts, a full set of buffers per connection).
+	peers.clear();
+	ASSERT_TRUE(poll_until({&hub}, [&] { return hub.connections() == 0; }))
+		<< hub.connections() << " connections left";
+	Peer late(info);
+	fi_addr_t late_at_hub = hub.insert(late);
+	exchange(hub, late_at_hub, late, {&hub, &late});
+	EXPECT_EQ(0u, hub.errors);
+}
+
+} // namespace

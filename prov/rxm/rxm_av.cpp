@@ -3,10 +3,10 @@
 
 #include "prov/rxm/rxm_domain.h"
 #include "prov/util/ops_tables.h"
+#include "prov/util/sockaddr_util.h"
 
 #include <rdma/fi_errno.h>
 
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -29,28 +29,18 @@ std::string canonical_address(const void *addr, size_t len)
 
 std::string describe_address(const std::string &name)
 {
-	char text[INET6_ADDRSTRLEN + 16] = "";
-	const auto *sa = reinterpret_cast<const sockaddr *>(name.data());
-	if (name.size() == sizeof(sockaddr_in) && sa->sa_family == AF_INET) {
-		sockaddr_in in;
-		memcpy(&in, name.data(), sizeof(in));
-		char ip[INET_ADDRSTRLEN] = "?";
-		inet_ntop(AF_INET, &in.sin_addr, ip, sizeof(ip));
-		snprintf(text, sizeof(text), "%s:%u", ip, ntohs(in.sin_port));
-		return text;
-	}
-	if (name.size() == sizeof(sockaddr_in6) && sa->sa_family == AF_INET6) {
-		sockaddr_in6 in6;
-		memcpy(&in6, name.data(), sizeof(in6));
-		char ip[INET6_ADDRSTRLEN] = "?";
-		inet_ntop(AF_INET6, &in6.sin6_addr, ip, sizeof(ip));
-		snprintf(text, sizeof(text), "[%s]:%u", ip, ntohs(in6.sin6_port));
-		return text;
+	// Socket addresses print the way every provider prints them; other formats as hex.
+	sockaddr_storage sa{};
+	if (!name.empty() && name.size() <= sizeof(sa)) {
+		memcpy(&sa, name.data(), name.size());
+		if (util::sockaddr_length(&sa) == name.size())
+			return util::sockaddr_to_string(&sa);
 	}
 	std::string hex;
+	char byte[3];
 	for (unsigned char c : name) {
-		snprintf(text, sizeof(text), "%02x", c);
-		hex += text;
+		snprintf(byte, sizeof(byte), "%02x", c);
+		hex += byte;
 	}
 	return hex;
 }
@@ -187,24 +177,10 @@ const char *RxmAv::straddr(const void *addr, char *buf, size_t *len)
 {
 	if (!addr || !buf || !len)
 		return nullptr;
-	char text[128];
-	const sockaddr *sa = static_cast<const sockaddr *>(addr);
-	char host[INET6_ADDRSTRLEN] = "";
-	if (sa->sa_family == AF_INET) {
-		auto *in = static_cast<const sockaddr_in *>(addr);
-		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-		snprintf(text, sizeof(text), "fi_sockaddr_in://%s:%u", host, ntohs(in->sin_port));
-	} else if (sa->sa_family == AF_INET6) {
-		auto *in6 = static_cast<const sockaddr_in6 *>(addr);
-		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-		snprintf(text, sizeof(text), "fi_sockaddr_in6://[%s]:%u", host, ntohs(in6->sin6_port));
-	} else {
-		snprintf(text, sizeof(text), "fi_addr_format_%u://", addr_format_);
-	}
-	size_t need = strlen(text) + 1;
-	snprintf(buf, *len, "%s", text);
-	*len = need;
-	return buf;
+	std::string text = util::sockaddr_length(addr)
+				   ? util::sockaddr_to_string(addr)
+				   : "fi_addr_format_" + std::to_string(addr_format_) + "://";
+	return util::copy_string_out(text, buf, len);
 }
 
 bool RxmAv::address_of(fi_addr_t fi_addr, std::string *name) const

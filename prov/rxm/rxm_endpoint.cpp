@@ -186,6 +186,14 @@ int RxmEndpoint::enable()
 		return -FI_ENOCQ;
 	const RxmParams &p = params();
 	eager_limit_ = p.buffer_size;
+	{
+		// A byte-stream core leaves unread data in its socket and places payloads where
+		// they go: bigger segments cost nothing extra there, only fewer messages.
+		const fi_info *core = domain_->core_info();
+		bool byte_stream = core->ep_attr && core->ep_attr->protocol == FI_PROTO_SOCK_TCP;
+		if (byte_stream && !p.buffer_size_set)
+			eager_limit_ = std::max(p.buffer_size, p.stream_buffer_size);
+	}
 	sar_limit_ = domain_->rma_capable() ? std::max(p.sar_limit, eager_limit_) : SIZE_MAX;
 	inject_limit_ = info_->tx_attr ? info_->tx_attr->inject_size : eager_limit_;
 	{
@@ -621,8 +629,17 @@ void RxmEndpoint::progress()
 	std::lock_guard guard(lock_);
 	if (!enabled_)
 		return;
-	drain_core_cq();
-	drain_core_eq();
+	// The core EQ (connection management) is read when the core CQ had nothing, or at
+	// least every cm_progress_interval while data keeps coming: reading it costs a
+	// system call (the core fabric's progress) that a busy data path should not pay on
+	// every call. A blocking reader always goes through an idle call before it sleeps.
+	bool busy = drain_core_cq() > 0;
+	auto now = std::chrono::steady_clock::now();
+	if (!busy || conn_timers_active_ ||
+	    now - last_eq_read_ >= std::chrono::microseconds(params().cm_progress_interval_us)) {
+		last_eq_read_ = now;
+		drain_core_eq();
+	}
 	post_pending_reads();
 	post_pending_writes();
 	for (auto &[name, conn] : peers_)

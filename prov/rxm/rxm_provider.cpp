@@ -16,7 +16,8 @@ void define_params()
 {
 	fi_param_define(&rxm_prov, "buffer_size", FI_PARAM_SIZE_T,
 			"Payload size of rxm's bounce buffers: the eager message limit and the "
-			"segment size of the SAR protocol (default %zu).", g_params.buffer_size);
+			"segment size of the SAR protocol (default %zu, %zu over byte-stream cores "
+			"such as tcp).", g_params.buffer_size, g_params.stream_buffer_size);
 	fi_param_define(&rxm_prov, "sar_limit", FI_PARAM_SIZE_T,
 			"Messages up to this size are segmented (SAR); larger ones use the "
 			"rendezvous protocol when the core provider supports RMA (default %zu).",
@@ -45,6 +46,11 @@ void define_params()
 			"Seconds a connection to a peer may take to come up (request sent or "
 			"received until established); then the sends waiting for it fail with "
 			"FI_ETIMEDOUT. 0 waits forever (default %d).", g_params.conn_timeout_s);
+	fi_param_define(&rxm_prov, "cm_progress_interval", FI_PARAM_SIZE_T,
+			"Microseconds between reads of the core event queue (connection "
+			"management) while the core completion queue keeps delivering; a progress "
+			"call that finds no completion always reads it (default %zu).",
+			g_params.cm_progress_interval_us);
 }
 
 void read_size(const char *name, size_t *value, size_t minimum)
@@ -61,6 +67,10 @@ void read_size(const char *name, size_t *value, size_t minimum)
 void read_params()
 {
 	read_size("buffer_size", &g_params.buffer_size, 64);
+	size_t given;
+	g_params.buffer_size_set =
+		fi_param_get_size_t(&rxm_prov, "buffer_size", &given) == 0 && given >= 64;
+	read_size("cm_progress_interval", &g_params.cm_progress_interval_us, 0);
 	read_size("sar_limit", &g_params.sar_limit, 0);
 	read_size("tx_size", &g_params.tx_size, 16);
 	read_size("rx_size", &g_params.rx_size, 16);

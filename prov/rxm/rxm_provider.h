@@ -20,6 +20,10 @@ constexpr uint32_t kProviderVersion = FI_VERSION(117, 0);
 // FI_OFI_RXM_* parameters, read once at provider init (names as upstream's fi_info -e shows).
 struct RxmParams {
 	size_t buffer_size = 16384;  // bounce buffer payload: eager limit and SAR segment size
+	// Over byte-stream cores (tcp) unless FI_OFI_RXM_BUFFER_SIZE is set: one core message
+	// per 64 KiB costs a quarter of the sends, receive completions and reposts of 16 KiB.
+	size_t stream_buffer_size = 65536;
+	bool buffer_size_set = false;
 	size_t sar_limit = 131072;   // larger messages use rendezvous when the core has RMA
 	size_t tx_size = 2048;       // rxm tx queue depth reported to applications
 	size_t rx_size = 2048;       // rxm rx queue depth reported to applications
@@ -29,6 +33,9 @@ struct RxmParams {
 	bool use_srx = true;         // one shared receive context per endpoint when the core has it
 	bool data_auto_progress = false;
 	int conn_timeout_s = 30;     // connection setup limit; 0: wait as long as it takes
+	// Microseconds between reads of the core EQ while the core CQ keeps delivering (an
+	// idle progress call always reads it).
+	size_t cm_progress_interval_us = 10000;
 };
 
 const RxmParams &params();

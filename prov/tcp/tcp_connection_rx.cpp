@@ -358,13 +358,29 @@ bool Connection::read_payload()
 	if (!staged()) {
 		if (!into_.done() && into_.remaining() >= kStageSize) {
 			// Large payloads go straight from the socket to their buffers.
+			// The stage rides along as a last buffer when nothing is to be discarded,
+			// so the next message's header (often a whole small message) comes with
+			// the same system call.
 			if (drained_)
 				return false;
-			size_t asked = into_.remaining();
-			ssize_t n = readv(fd_, into_.current(), into_.current_count());
+			size_t payload = into_.remaining();
+			iovec iov[IovCursor::kMaxSegments + 1];
+			int count = into_.current_count();
+			std::copy(into_.current(), into_.current() + count, iov);
+			size_t asked = payload;
+			if (discard_left_ == 0) {
+				iov[count++] = {stage_.get(), kStageSize};
+				asked += kStageSize;
+			}
+			ssize_t n = readv(fd_, iov, count);
 			if (!socket_result(n, asked))
 				return false;
-			into_.advance(static_cast<size_t>(n));
+			size_t got = static_cast<size_t>(n);
+			into_.advance(std::min(got, payload));
+			if (got > payload) {
+				stage_pos_ = 0;
+				stage_len_ = got - payload;
+			}
 			if (into_.done() && discard_left_ == 0)
 				finish_payload();
 			return true;

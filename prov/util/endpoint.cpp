@@ -10,25 +10,13 @@
 
 namespace util {
 
-namespace {
-
-struct fi_info *copy_info(const struct fi_info *info)
-{
-	struct fi_info *copy = fi_dupinfo(info);  // NULL info gives a zeroed info
-	if (!copy)
-		throw Error(-FI_ENOMEM);
-	return copy;
-}
-
-} // namespace
-
 Endpoint::Endpoint(Domain &domain, const struct fi_info *info, void *context, size_t fclass)
-    : FidObject(embedded_fid, fclass, context), domain_(domain), info_(copy_info(info))
+    : FidObject(embedded_fid, fclass, context), domain_(domain)
 {
-	if (info_->tx_attr)
-		tx_op_flags_ = info_->tx_attr->op_flags;
-	if (info_->rx_attr)
-		rx_op_flags_ = info_->rx_attr->op_flags;
+	if (info && info->tx_attr)
+		tx_op_flags_ = info->tx_attr->op_flags;
+	if (info && info->rx_attr)
+		rx_op_flags_ = info->rx_attr->op_flags;
 	install_ops<Endpoint>();
 	domain_.ref();
 }
@@ -37,7 +25,6 @@ Endpoint::~Endpoint()
 {
 	unbind_all();
 	domain_.unref();
-	fi_freeinfo(info_);
 }
 
 void Endpoint::unbind_all() noexcept

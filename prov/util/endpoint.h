@@ -29,14 +29,14 @@ public:
 	enum CounterSlot { kSendCntr, kRecvCntr, kReadCntr, kWriteCntr, kRemoteReadCntr,
 			   kRemoteWriteCntr, kCounterSlots };
 
-	// Copies 'info' (may be NULL: defaults). Holds a reference on the domain.
+	// Takes the op flags of 'info' (may be NULL: defaults); keeps no copy of it, since an
+	// endpoint per connection would carry one each. Holds a reference on the domain.
 	Endpoint(Domain &domain, const struct fi_info *info, void *context,
 		 size_t fclass = FI_CLASS_EP);
 	~Endpoint() override;
 
 	struct fid_ep *ep_fid() noexcept { return &embedded_fid.pub; }
 	Domain &domain() noexcept { return domain_; }
-	const struct fi_info *info() const noexcept { return info_; }
 	bool enabled() const noexcept { return enabled_; }
 
 	CompletionQueue *tx_cq() const noexcept { return tx_cq_; }
@@ -104,7 +104,6 @@ private:
 	int bind_counter(Counter *cntr, uint64_t flags);
 
 	Domain &domain_;
-	struct fi_info *info_;
 	bool enabled_ = false;
 	CompletionQueue *tx_cq_ = nullptr;
 	CompletionQueue *rx_cq_ = nullptr;

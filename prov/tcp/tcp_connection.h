@@ -242,8 +242,15 @@ private:
 
 	// Small messages arrive with their header in one recv into the stage (and the next
 	// headers with them); payloads of kStageSize or more go straight to their buffers.
+	// During progress_rx the stage is the thread's shared one; bytes left in it when the
+	// call ends move to `kept_`, allocated only then, so an idle connection carries none.
 	static constexpr size_t kStageSize = 512;
-	std::unique_ptr<uint8_t[]> stage_;  // allocated when the stream starts
+	uint8_t *stage_ = nullptr;
+	std::unique_ptr<uint8_t[]> kept_;
+	bool stage_shared_ = false;
+	void take_stage();
+	void put_stage();
+	void read_stream();
 	size_t stage_pos_ = 0;
 	size_t stage_len_ = 0;
 	// A read of this progress_rx call came back short, so the socket was empty: don't ask

@@ -134,7 +134,58 @@ void Connection::reset_rx()
 	into_.clear();
 }
 
+namespace {
+
+// The stage a progress_rx call reads into: one per thread (calls for different connections
+// run one after the other), taken by a nested call only if none is running.
+struct SharedStage {
+	uint8_t bytes[512];
+	bool busy = false;
+};
+thread_local SharedStage shared_stage;
+
+} // namespace
+
+void Connection::take_stage()
+{
+	static_assert(sizeof(shared_stage.bytes) == kStageSize);
+	if (kept_) {
+		stage_ = kept_.get();
+	} else if (!shared_stage.busy) {
+		shared_stage.busy = true;
+		stage_shared_ = true;
+		stage_ = shared_stage.bytes;
+	} else {
+		kept_ = std::make_unique_for_overwrite<uint8_t[]>(kStageSize);
+		stage_ = kept_.get();
+	}
+}
+
+void Connection::put_stage()
+{
+	if (stage_shared_) {
+		if (staged()) {
+			kept_ = std::make_unique_for_overwrite<uint8_t[]>(kStageSize);
+			memcpy(kept_.get(), stage_ + stage_pos_, staged());
+			stage_len_ = staged();
+			stage_pos_ = 0;
+		}
+		shared_stage.busy = false;
+		stage_shared_ = false;
+	} else if (!staged()) {
+		kept_.reset();
+	}
+	stage_ = nullptr;
+}
+
 void Connection::progress_rx()
+{
+	take_stage();
+	read_stream();
+	put_stage();
+}
+
+void Connection::read_stream()
 {
 	// A bounded number of socket reads per call so one busy peer cannot starve the others;
 	// bytes already in the stage are always processed (epoll would not report them).
@@ -180,7 +231,7 @@ bool Connection::fill_stage()
 {
 	if (drained_)
 		return false;
-	ssize_t n = recv(fd_, stage_.get(), kStageSize, MSG_DONTWAIT);
+	ssize_t n = recv(fd_, stage_, kStageSize, MSG_DONTWAIT);
 	if (!socket_result(n, kStageSize))
 		return false;
 	stage_pos_ = 0;
@@ -194,7 +245,7 @@ bool Connection::read_header()
 		if (!staged() && !fill_stage())
 			return false;
 		size_t n = std::min(staged(), kWireHeaderSize - header_got_);
-		memcpy(header_buf_ + header_got_, stage_.get() + stage_pos_, n);
+		memcpy(header_buf_ + header_got_, stage_ + stage_pos_, n);
 		stage_pos_ += n;
 		header_got_ += n;
 	}
@@ -369,7 +420,7 @@ bool Connection::read_payload()
 			std::copy(into_.current(), into_.current() + count, iov);
 			size_t asked = payload;
 			if (discard_left_ == 0) {
-				iov[count++] = {stage_.get(), kStageSize};
+				iov[count++] = {stage_, kStageSize};
 				asked += kStageSize;
 			}
 			ssize_t n = readv(fd_, iov, count);
@@ -388,7 +439,7 @@ bool Connection::read_payload()
 		if (!fill_stage())
 			return false;
 	}
-	const uint8_t *src = stage_.get() + stage_pos_;
+	const uint8_t *src = stage_ + stage_pos_;
 	size_t n;
 	if (!into_.done()) {
 		n = into_.fill(src, staged());

@@ -49,8 +49,7 @@ Connection::Connection(ConnectionOwner &owner, const Limits &limits)
     : owner_(owner), limits_(limits), tx_pool_(limits.tx_size, limits.inject_size),
       // The peer may have this many reads and acknowledged operations in flight before we
       // stop reading its stream; it bounds memory, not correctness.
-      response_pool_(limits.rx_size + limits.tx_size, 0), own_rx_(limits.rx_size),
-      stage_(std::make_unique_for_overwrite<uint8_t[]>(kStageSize))
+      response_pool_(limits.rx_size + limits.tx_size, 0), own_rx_(limits.rx_size)
 {
 }
 

@@ -35,10 +35,10 @@ Limits limits_for(const fi_info *info)
 	return limits;
 }
 
-bool copy_sockaddr(const void *addr, size_t len, sockaddr_storage *out)
+bool copy_sockaddr(const void *addr, size_t len, IpAddress *out)
 {
 	size_t need = sockaddr_length(static_cast<const sockaddr *>(addr));
-	if (!addr || need == 0 || len < need)
+	if (!addr || need == 0 || len < need || need > sizeof(*out))
 		return false;
 	memcpy(out, addr, need);
 	return true;
@@ -64,8 +64,7 @@ TcpEndpoint::TcpEndpoint(TcpDomain &domain, const struct fi_info *info, void *co
 			delete request;
 			throw util::Error(-FI_ECONNABORTED);
 		}
-		peer_ = request->peer();
-		have_peer_ = true;
+		have_peer_ = copy_sockaddr(&request->peer(), sizeof(request->peer()), &peer_);
 		from_request_ = true;
 		delete request;
 	}

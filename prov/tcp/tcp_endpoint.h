@@ -14,6 +14,7 @@
 #include "prov/tcp/tcp_cm_message.h"
 #include "prov/tcp/tcp_connection.h"
 #include "prov/tcp/tcp_domain.h"
+#include "prov/tcp/tcp_socket.h"
 #include "prov/util/endpoint.h"
 #include "prov/util/progress_engine.h"
 
@@ -124,8 +125,8 @@ private:
 		size_t request_len = 0;
 	};
 	std::unique_ptr<ConnectState> connecting_;
-	sockaddr_storage local_{};      // bind address (info src_addr or fi_setname)
-	sockaddr_storage peer_{};
+	IpAddress local_{};             // bind address (info src_addr or fi_setname)
+	IpAddress peer_{};
 	bool have_local_ = false;
 	bool have_peer_ = false;
 	bool from_request_ = false;     // opened from an FI_CONNREQ info, waits for fi_accept

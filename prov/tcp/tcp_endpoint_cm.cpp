@@ -47,7 +47,7 @@ int TcpEndpoint::setname(void *addr, size_t addrlen)
 	if (state_ != State::idle || from_request_)
 		return -FI_EOPBADSTATE;
 	size_t need = sockaddr_length(static_cast<const sockaddr *>(addr));
-	if (!addr || need == 0 || addrlen < need)
+	if (!addr || need == 0 || addrlen < need || need > sizeof(local_))
 		return -FI_EINVAL;
 	memcpy(&local_, addr, need);
 	have_local_ = true;
@@ -75,16 +75,16 @@ int TcpEndpoint::connect(const void *addr, const void *param, size_t paramlen)
 	if (!dest && have_peer_)
 		dest = reinterpret_cast<const sockaddr *>(&peer_);
 	socklen_t dest_len = sockaddr_length(dest);
-	if (dest_len == 0 || sockaddr_port(dest) == 0)
+	if (dest_len == 0 || dest_len > sizeof(peer_) || sockaddr_port(dest) == 0)
 		return -FI_EINVAL;
 	memmove(&peer_, dest, dest_len);
 	have_peer_ = true;
 
-	int fd = open_stream_socket(peer_.ss_family);
+	int fd = open_stream_socket(peer_.sa.sa_family);
 	if (fd < 0)
 		return fd;
 	auto *local = reinterpret_cast<sockaddr *>(&local_);
-	bool bind_local = have_local_ && local_.ss_family == peer_.ss_family &&
+	bool bind_local = have_local_ && local_.sa.sa_family == peer_.sa.sa_family &&
 			  (!is_wildcard_ip(local) || sockaddr_port(local) != 0 ||
 			   settings().port_low != 0);
 	if (bind_local) {

@@ -50,6 +50,13 @@ int bind_in_port_range(int fd, const sockaddr *addr, socklen_t len)
 	return -FI_EADDRINUSE;
 }
 
+int copy_address_out(const IpAddress &addr, void *buf, size_t *addrlen)
+{
+	sockaddr_storage full{};
+	memcpy(&full, &addr, sizeof(addr));
+	return copy_address_out(full, buf, addrlen);
+}
+
 int copy_address_out(const sockaddr_storage &addr, void *buf, size_t *addrlen)
 {
 	if (!addrlen)

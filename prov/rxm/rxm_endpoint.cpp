@@ -30,7 +30,7 @@ namespace {
 
 constexpr size_t kCoreCqSize = 8192;
 constexpr size_t kCoreEqSize = 1024;
-constexpr size_t kSharedRxBuffers = 8;
+constexpr size_t kSharedRxBuffers = 4;
 
 uint64_t random_endpoint_id()
 {

@@ -241,6 +241,7 @@ ssize_t CompletionQueue::read(void *buf, size_t count)
 
 ssize_t CompletionQueue::readfrom(void *buf, size_t count, fi_addr_t *src_addr)
 {
+	note_read();
 	run_progress();
 	LockGuard guard(lock_);
 	return read_locked(buf, count, src_addr);

@@ -196,6 +196,7 @@ ssize_t EventQueue::read(uint32_t *event, void *buf, size_t len, uint64_t flags)
 		return -FI_EINVAL;
 	if (flags & ~FI_PEEK)
 		return -FI_EBADFLAGS;
+	note_read();
 	run_progress();
 	LockGuard guard(lock_);
 	return read_locked(event, buf, len, flags);

@@ -31,8 +31,14 @@ Waitable::~Waitable()
 
 int Waitable::trywait()
 {
-	run_progress();
-	return has_events() ? -FI_EAGAIN : 0;
+	if (has_events())
+		return -FI_EAGAIN;
+	uses_trywait_ = true;
+	armed_ = true;
+	// An event added between the check and arming must still be seen by the sleeper.
+	if (has_events() && exported_.load())
+		set_event_fd();
+	return 0;
 }
 
 int Waitable::export_wait_fd()
@@ -106,7 +112,9 @@ void Waitable::interrupt()
 
 bool Waitable::observed() const noexcept
 {
-	return waiters_.load() > 0 || exported_.load() || in_wait_set_.load();
+	if (waiters_.load() > 0 || in_wait_set_.load())
+		return true;
+	return exported_.load() && (!uses_trywait_.load() || armed_.load());
 }
 
 void Waitable::note_event_added()

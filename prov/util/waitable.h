@@ -6,7 +6,11 @@
 // becomes readable whenever a blocking read would make progress.
 //
 // The eventfd is only written while someone can observe it (a blocked reader, an exported
-// fd, a wait set), so the common poll-only data path makes no extra system calls.
+// fd, a wait set), so the common poll-only data path makes no extra system calls. An
+// exported fd whose owner follows the fi_trywait protocol (it called fi_trywait at least
+// once) is observed only between an fi_trywait that allowed sleeping and the owner's next
+// read: events added while the owner is busy reading need no eventfd write and read (the
+// engine fds in the set wake a sleeper for anything arriving on sockets anyway).
 #ifndef OFI_PROV_UTIL_WAITABLE_H
 #define OFI_PROV_UTIL_WAITABLE_H
 
@@ -29,8 +33,9 @@ public:
 	// True when a read would return something (entries or errors).
 	virtual bool has_events() = 0;
 
-	// fi_trywait: progress, then -FI_EAGAIN if anything is ready, else 0 (the app may
-	// block on wait_fd()).
+	// fi_trywait: -FI_EAGAIN if anything is ready, else 0 (the app may block on
+	// wait_fd(), which also holds the progress engines' fds: what arrives on a socket wakes
+	// it without progressing here).
 	int trywait();
 
 	// The pollable fd (the epoll set); marks it exported so the eventfd is kept exact.
@@ -56,6 +61,8 @@ protected:
 	void note_event_added();
 	// After the object became empty: clear the eventfd.
 	void note_drained();
+	// At the start of a read: the owner is not asleep on an exported fd any more.
+	void note_read() noexcept { armed_.store(false, std::memory_order_relaxed); }
 
 	// Blocks until an event, an interrupt or the deadline. Returns 0 when woken (caller
 	// re-checks), -FI_EAGAIN on timeout or interrupt. Callers must register as a waiter
@@ -90,6 +97,8 @@ private:
 	std::atomic<bool> exported_{false};
 	std::atomic<bool> in_wait_set_{false};
 	std::atomic<bool> interrupted_{false};
+	std::atomic<bool> uses_trywait_{false}; // the exported fd's owner calls fi_trywait
+	std::atomic<bool> armed_{false};        // a trywait allowed sleeping, no read since
 };
 
 template <class Attempt, class Lockable>

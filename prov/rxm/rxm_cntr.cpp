@@ -196,4 +196,17 @@ int RxmCntr::trywait_all()
 	return has_events() ? -FI_EAGAIN : 0;
 }
 
+bool RxmCntr::cores_quiet()
+{
+	std::vector<RxmEndpoint *> eps;
+	{
+		std::lock_guard guard(eps_lock_);
+		eps = eps_;
+	}
+	for (RxmEndpoint *ep : eps)
+		if (!ep->core_may_sleep())
+			return false;
+	return true;
+}
+
 } // namespace rxm

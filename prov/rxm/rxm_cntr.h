@@ -40,6 +40,7 @@ public:
 	// util::Waitable: "has events" means changed since the last read.
 	void run_progress() override { progress(); }
 	bool has_events() override { return changed_.load(std::memory_order_acquire); }
+	bool cores_quiet() override;
 	int trywait_all();
 	bool wants_wait_fd() const { return wait_obj_ != FI_WAIT_NONE; }
 

@@ -307,4 +307,17 @@ const char *RxmCq::strerror(int prov_errno, const void *, char *buf, size_t len)
 	return text;
 }
 
+bool RxmCq::cores_quiet()
+{
+	std::vector<RxmEndpoint *> eps;
+	{
+		std::lock_guard guard(eps_lock_);
+		eps = eps_;
+	}
+	for (RxmEndpoint *ep : eps)
+		if (!ep->core_may_sleep())
+			return false;
+	return true;
+}
+
 } // namespace rxm

@@ -45,6 +45,7 @@ public:
 	// util::Waitable
 	void run_progress() override { progress(); }
 	bool has_events() override { return pending_.load(std::memory_order_acquire) > 0; }
+	bool cores_quiet() override;
 	// fi_trywait on the rxm fabric: progress, then ask the cores whether blocking is safe.
 	int trywait_all();
 	bool wants_wait_fd() const { return wait_obj_ != FI_WAIT_NONE; }

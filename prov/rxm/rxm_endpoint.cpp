@@ -443,6 +443,14 @@ int RxmEndpoint::core_trywait()
 	return fi_trywait(core_fabric_, fids, 2);
 }
 
+bool RxmEndpoint::core_may_sleep()
+{
+	if (!core_cq_ || !core_eq_ || core_cq_fd_ < 0 || core_eq_fd_ < 0)
+		return true;
+	struct fid *fids[] = {&core_cq_->fid, &core_eq_->fid};
+	return fi_trywait(core_fabric_, fids, 2) != -FI_EAGAIN;
+}
+
 void RxmEndpoint::shutdown_all()
 {
 	unregister_wait_sources();

@@ -126,6 +126,9 @@ public:
 	void progress();
 	// fi_trywait on the core CQ and EQ: 0 when blocking on their fds is safe.
 	int core_trywait();
+	// fi_trywait on the core CQ and EQ before a reader sleeps on their fds; true when it
+	// may sleep (also when the core has no fds: the reader then polls every millisecond).
+	bool core_may_sleep();
 
 private:
 	RxmEndpoint(RxmDomain *domain, struct fi_info *info, void *context);

@@ -69,6 +69,10 @@ protected:
 	// 1 ms while a polled source is bound). 0: woken; -FI_EAGAIN: timed out.
 	int block_polled(Clock::time_point deadline, bool infinite)
 	{
+		// fi_trywait on the cores first: it arms their fds (they then signal completions
+		// added while we sleep) and says when something is already there.
+		if (!cores_quiet())
+			return 0;
 		if (polled_sources_.load() > 0) {
 			Clock::time_point soon = Clock::now() + std::chrono::milliseconds(1);
 			deadline = infinite ? soon : std::min(deadline, soon);
@@ -99,6 +103,10 @@ protected:
 				return -errno;
 		}
 	}
+
+	// fi_trywait on the core CQ and EQ of every bound endpoint: false when one has
+	// something ready (then don't sleep).
+	virtual bool cores_quiet() = 0;
 
 private:
 	std::atomic<int> polled_sources_{0};

@@ -9,9 +9,9 @@
  * domain and each sends one message to the hub, which makes the provider connect N peers
  * (rxm connects on first send). Printed (one line):
  *   peers N connect_ms T hub_kb_per_peer H client_kb_per_peer C
- * hub_kb_per_peer: the hub's RSS growth while N peers connected to it, divided by N (the
- * cost of one more peer for a server or an MPI rank). client_kb_per_peer: the RSS growth of
- * the parent for opening and connecting its N endpoints, divided by N.
+ * hub_kb_per_peer: the hub's anonymous RSS growth while N peers connected to it, divided by N
+ * (the cost of one more peer for a server or an MPI rank). client_kb_per_peer: the anonymous
+ * RSS growth of the parent for opening and connecting its N endpoints, divided by N.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -51,16 +51,22 @@ static double now_usec(void)
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
+/* Anonymous resident memory (heap, mappings) in KiB: what a process holds for its peers.
+ * Not VmRSS: that also counts code pages of shared libraries the first time a path runs
+ * them, 64 KiB at a time (fault-around), which moved the per-peer figure by up to 4 KiB at
+ * N=32 from one run to the next. */
 static long rss_kb(void)
 {
-	long pages_total = 0, pages_resident = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
 	if (!f)
 		return -1;
-	if (fscanf(f, "%ld %ld", &pages_total, &pages_resident) != 2)
-		pages_resident = -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "RssAnon: %ld kB", &kb) == 1)
+			break;
 	fclose(f);
-	return pages_resident * (sysconf(_SC_PAGESIZE) / 1024);
+	return kb;
 }
 
 #define CHECK(call)                                                                \

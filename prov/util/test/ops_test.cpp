@@ -21,10 +21,22 @@ void expect_all_entries_set(const Table &table)
 }
 
 // Compile-time checks a provider can use to catch members with a wrong signature.
+// GCC does not fold function-address comparisons to constants under -fsanitize=address, so
+// the ASan build checks the same at run time only (ImplementedTellsThunksFromStubs).
+#ifndef __SANITIZE_ADDRESS__
 static_assert(util::implemented(util::make_msg_ops<fake::FakeEndpoint>().send));
 static_assert(util::implemented(util::make_tagged_ops<fake::FakeEndpoint>().send));
 static_assert(!util::implemented(util::make_msg_ops<fake::FakeEndpoint>().recv));
 static_assert(!util::implemented(util::make_rma_ops<fake::FakeEndpoint>().write));
+#endif
+
+TEST(Ops, ImplementedTellsThunksFromStubs)
+{
+	EXPECT_TRUE(util::implemented(util::make_msg_ops<fake::FakeEndpoint>().send));
+	EXPECT_TRUE(util::implemented(util::make_tagged_ops<fake::FakeEndpoint>().send));
+	EXPECT_FALSE(util::implemented(util::make_msg_ops<fake::FakeEndpoint>().recv));
+	EXPECT_FALSE(util::implemented(util::make_rma_ops<fake::FakeEndpoint>().write));
+}
 
 TEST_F(Fixture, EveryEndpointTableEntryIsSet)
 {

@@ -1,13 +1,18 @@
 #!/bin/sh
-# The slow reliability jobs, bounded, meant for CI (scripts/test.sh runs this with
-# --slow; `make check-slow` runs it too):
-#   1. ASan+UBSan build: unit, bad-input, RMA, fault and thread tests, quick fabtests over tcp
-#      and tcp;ofi_rxm, zero sanitizer reports (test/sanitizers/run.sh asan)
-#   2. TSan build: the FI_THREAD_SAFE multi-threaded tests (run.sh tsan)
-#   3. libFuzzer: every target for FUZZ_SECONDS (default 45) from its committed corpus
+# The slow reliability jobs, bounded, run by CI (.ci/run -> scripts/test.sh --slow; also
+# `make check-slow`):
+#   asan      ASan+UBSan build: unit, bad-input, RMA, fault and thread tests, quick fabtests over
+#             tcp and tcp;ofi_rxm, zero sanitizer reports (test/sanitizers/run.sh asan)
+#   tsan      TSan build: the FI_THREAD_SAFE multi-threaded tests (run.sh tsan)
+#   fuzz      libFuzzer: every target for FUZZ_SECONDS (default 60) from its committed corpus
+#   memcheck  valgrind memcheck on the unit programs and the bad-input/RMA tests of BUILD_DIR
+#             (test/sanitizers/memcheck.sh): no invalid access, no definite/indirect leak
+#   soak      test/faults/soak of BUILD_DIR for SOAK_SECONDS (default 120): counts equal
+# memcheck and soak use the programs `make check` built in BUILD_DIR (built here if missing).
 # Each job prints its own lines and its duration; the exit status is non-zero if any failed.
+# The soak and the asan/tsan tests use fixed loopback ports (20000-25999), like make check.
 # Usage: run-slow.sh BUILD_DIR  (scratch builds go to BUILD_DIR/sanitizers and BUILD_DIR/fuzz-out)
-# env: SLOW_JOBS="asan tsan fuzz" to pick jobs, FUZZ_SECONDS.
+# env: SLOW_JOBS="asan tsan fuzz memcheck soak" to pick jobs, FUZZ_SECONDS, SOAK_SECONDS.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:?usage: run-slow.sh BUILD_DIR}" && pwd)
@@ -23,11 +28,13 @@ job() { # name command...
 	echo "== slow job $name: $result in $(( $(date +%s) - t0 )) s"
 }
 
-for j in ${SLOW_JOBS:-asan tsan fuzz}; do
+for j in ${SLOW_JOBS:-asan tsan fuzz memcheck soak}; do
 	case $j in
 	asan|tsan) job "$j" env SANITIZE_BUILD_ROOT="$build/sanitizers" sh "$here/sanitizers/run.sh" "$j" ;;
-	fuzz) job fuzz env FUZZ_SECONDS="${FUZZ_SECONDS:-45}" top_builddir="$build" \
+	fuzz) job fuzz env FUZZ_SECONDS="${FUZZ_SECONDS:-60}" top_builddir="$build" \
 		sh "$here/fuzz/run.sh" "$build/fuzz-out" ;;
+	memcheck) job memcheck make -s -C "$build" -j2 memcheck ;;
+	soak) job soak env SOAK_SECONDS="${SOAK_SECONDS:-120}" make -s -C "$build" soak ;;
 	*) echo "unknown slow job '$j'"; status=1 ;;
 	esac
 done

@@ -4,11 +4,14 @@
 # and reads the summary of the last fuzz run, then prints one Markdown row per test case with
 # its outcome and the numbers the test printed. Nothing is typed in by hand.
 # Run it in a private network namespace (the fault tests use fixed ports 25100-25199):
-#   nsrun NAME test/report-table.sh BUILD_DIR [FUZZ_OUT]   (FUZZ_OUT default BUILD_DIR/fuzz-out)
+#   nsrun NAME test/report-table.sh BUILD_DIR [FUZZ_OUT [SLOW_LOG]]
+# FUZZ_OUT defaults to BUILD_DIR/fuzz-out; SLOW_LOG, the output of a test/run-slow.sh run, adds
+# one row per sanitizer/memcheck program, the soak counts and each slow job's duration.
 # Exit status: non-zero if a case failed that is not a known gap (XFAIL in make check).
 set -u
-build=$(cd "${1:?usage: report-table.sh BUILD_DIR [FUZZ_OUT]}" && pwd)
+build=$(cd "${1:?usage: report-table.sh BUILD_DIR [FUZZ_OUT [SLOW_LOG]]}" && pwd)
 fuzz_out=${2:-$build/fuzz-out}
+slow_log=${3:-}
 export top_builddir=$build
 # As in never_accepts.sh: rxm gives up on an unanswered connection after 5 s instead of 30.
 export FI_OFI_RXM_CONN_TIMEOUT=5
@@ -52,6 +55,24 @@ rows "bad input" test/badinput/badinput_test
 rows "bad input: undefined flags" test/badinput/unknown_flags_test
 rows "RMA security" test/badinput/rma_security_test
 rows "threads" test/threads/thread_safe_test
+
+# The slow jobs' own result lines (run.sh, memcheck.sh, soak), as they printed them.
+if [ -n "$slow_log" ]; then
+	awk '
+		function row(area, name, ok, text) {
+			gsub(/\|/, "\\|", text)
+			printf "| %s | `%s` | %s | %s |\n", area, name, ok ? "pass" : "**FAIL**", text
+			if (!ok) bad = 1
+		}
+		/^asan: [^ ]+: exit / { split($0, f, ": "); row("ASan+UBSan", f[2], f[3] ~ /^exit 0, 0 /, f[3]) }
+		/^tsan: [^ ]+: exit / { split($0, f, ": "); row("TSan", f[2], f[3] ~ /^exit 0 /, f[3]) }
+		/^memcheck: [^ ]+: exit / { split($0, f, ": "); row("valgrind memcheck", f[2], f[3] ~ /^exit 0, 0 /, f[3]) }
+		/^(parent|child ?): endpoints / { side = $1; sub(/:$/, "", side); text = $0; sub(/^[^:]*: /, "", text)
+			row("soak", side, text !~ /timed out/, text) }
+		/^soak: (PASS|FAIL)$/ { row("soak", "verdict", $2 == "PASS", $2) }
+		/^== slow job [a-z]+: / { name = $4; sub(/:$/, "", name); row("slow job", name, $5 == "passed", $5 " in " $7 " s") }
+		END { exit bad }' "$slow_log" || status=1
+fi
 
 total=0
 if [ -f "$fuzz_out/summary.txt" ]; then

@@ -2,6 +2,7 @@
 #include "prov/rxm/rxm_av.h"
 
 #include "prov/rxm/rxm_domain.h"
+#include "prov/util/error.h"
 #include "prov/util/ops_tables.h"
 #include "prov/util/sockaddr_util.h"
 
@@ -58,7 +59,8 @@ int RxmAv::open(RxmDomain *domain, struct fi_av_attr *attr, struct fid_av **av, 
 {
 	if (!attr || !av)
 		return -FI_EINVAL;
-	if (attr->type != FI_AV_UNSPEC && attr->type != FI_AV_MAP && attr->type != FI_AV_TABLE)
+	const unsigned type = util::raw_enum(attr->type);
+	if (type != FI_AV_UNSPEC && type != FI_AV_MAP && type != FI_AV_TABLE)
 		return -FI_EINVAL;
 	if (attr->flags & ~(FI_SYMMETRIC))
 		return -FI_EBADFLAGS; // no async (FI_EVENT) inserts, no shared AVs

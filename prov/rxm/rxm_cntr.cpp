@@ -3,6 +3,7 @@
 
 #include "prov/rxm/rxm_domain.h"
 #include "prov/rxm/rxm_endpoint.h"
+#include "prov/util/error.h"
 #include "prov/util/ops_tables.h"
 
 #include <rdma/fi_errno.h>
@@ -27,10 +28,10 @@ int RxmCntr::open(RxmDomain *domain, struct fi_cntr_attr *attr, struct fid_cntr 
 	if (!cntr)
 		return -FI_EINVAL;
 	if (attr) {
-		if (attr->events != FI_CNTR_EVENTS_COMP || attr->flags)
+		if (util::raw_enum(attr->events) != FI_CNTR_EVENTS_COMP || attr->flags)
 			return -FI_EINVAL;
-		if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC &&
-		    attr->wait_obj != FI_WAIT_FD)
+		const unsigned wait_obj = util::raw_enum(attr->wait_obj);
+		if (wait_obj != FI_WAIT_NONE && wait_obj != FI_WAIT_UNSPEC && wait_obj != FI_WAIT_FD)
 			return -FI_ENOSYS;
 	}
 	RxmCntr *c = new (std::nothrow)

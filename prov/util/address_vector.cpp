@@ -16,7 +16,10 @@ namespace {
 
 enum fi_av_type checked_type(const struct fi_av_attr *attr, const Domain &domain)
 {
-	enum fi_av_type type = attr->type;
+	unsigned raw = raw_enum(attr->type);
+	if (raw != FI_AV_UNSPEC && raw != FI_AV_MAP && raw != FI_AV_TABLE)
+		throw Error(-FI_EINVAL);
+	enum fi_av_type type = static_cast<enum fi_av_type>(raw);
 	if (type == FI_AV_UNSPEC) {
 		const fi_domain_attr *domain_attr = domain.info()->domain_attr;
 		type = domain_attr->av_type != FI_AV_UNSPEC ? domain_attr->av_type : FI_AV_TABLE;

@@ -32,12 +32,17 @@ size_t entry_size_of(enum fi_cq_format format)
 enum fi_cq_format chosen_format(const struct fi_cq_attr *attr)
 {
 	// FI_CQ_FORMAT_UNSPEC lets the provider choose; the context format is the smallest.
-	return attr->format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_CONTEXT : attr->format;
+	unsigned format = raw_enum(attr->format);
+	if (format == FI_CQ_FORMAT_UNSPEC)
+		return FI_CQ_FORMAT_CONTEXT;
+	if (format > FI_CQ_FORMAT_TAGGED)
+		throw Error(-FI_ENOSYS);
+	return static_cast<enum fi_cq_format>(format);
 }
 
 enum fi_wait_obj checked_wait_obj(const struct fi_cq_attr *attr)
 {
-	switch (attr->wait_obj) {
+	switch (raw_enum(attr->wait_obj)) {
 	case FI_WAIT_NONE:
 	case FI_WAIT_UNSPEC:
 	case FI_WAIT_FD:
@@ -62,7 +67,8 @@ CompletionQueue::CompletionQueue(Domain &domain, const struct fi_cq_attr *attr, 
 {
 	if (attr->flags & ~(FI_AFFINITY))
 		throw Error(-FI_EBADFLAGS);
-	if (attr->wait_cond != FI_CQ_COND_NONE && attr->wait_cond != FI_CQ_COND_THRESHOLD)
+	if (raw_enum(attr->wait_cond) != FI_CQ_COND_NONE &&
+	    raw_enum(attr->wait_cond) != FI_CQ_COND_THRESHOLD)
 		throw Error(-FI_EINVAL);
 	if (wait_obj_ != FI_WAIT_NONE) {
 		if (!wait_ok())

@@ -11,9 +11,9 @@ enum fi_wait_obj checked_wait_obj(const struct fi_cntr_attr *attr)
 {
 	if (!attr)
 		return FI_WAIT_UNSPEC;
-	if (attr->events != FI_CNTR_EVENTS_COMP)
+	if (raw_enum(attr->events) != FI_CNTR_EVENTS_COMP)
 		throw Error(-FI_ENOSYS);
-	switch (attr->wait_obj) {
+	switch (raw_enum(attr->wait_obj)) {
 	case FI_WAIT_NONE:
 	case FI_WAIT_UNSPEC:
 	case FI_WAIT_FD:

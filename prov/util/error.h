@@ -8,7 +8,9 @@
 
 #include <rdma/fi_errno.h>
 
+#include <cstring>
 #include <exception>
+#include <type_traits>
 
 namespace util {
 
@@ -29,6 +31,18 @@ inline int check(int rc)
 	if (rc < 0)
 		throw Error(rc);
 	return rc;
+}
+
+// The integer an enum field of an application's struct holds. Such a field may hold any bit
+// pattern, and loading one that names no enumerator through the enum type is undefined
+// (UBSan reports it): read the integer, range-check it, then cast.
+template <class Enum>
+inline unsigned raw_enum(const Enum &field) noexcept
+{
+	static_assert(std::is_enum_v<Enum> && sizeof(Enum) == sizeof(unsigned));
+	unsigned raw;
+	std::memcpy(&raw, &field, sizeof raw);
+	return raw;
 }
 
 } // namespace util

@@ -13,7 +13,7 @@ namespace {
 
 enum fi_wait_obj checked_wait_obj(const struct fi_eq_attr *attr)
 {
-	switch (attr->wait_obj) {
+	switch (raw_enum(attr->wait_obj)) {
 	case FI_WAIT_NONE:
 	case FI_WAIT_UNSPEC:
 	case FI_WAIT_FD:

@@ -16,7 +16,7 @@ WaitSet::WaitSet(Fabric &fabric, const struct fi_wait_attr *attr)
 {
 	if (attr->flags)
 		throw Error(-FI_EBADFLAGS);
-	if (attr->wait_obj != FI_WAIT_UNSPEC && attr->wait_obj != FI_WAIT_FD)
+	if (raw_enum(attr->wait_obj) != FI_WAIT_UNSPEC && raw_enum(attr->wait_obj) != FI_WAIT_FD)
 		throw Error(-FI_ENOSYS);
 	epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
 	if (epoll_fd_ < 0)

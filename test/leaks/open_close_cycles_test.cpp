@@ -100,8 +100,19 @@ void check_flat(fi_info *info, bool exchange)
 	printf("%d cycles: fds %d -> %d, RSS %ld KiB -> %ld KiB\n", n, fds_before, fds_after,
 	       rss_before, rss_after);
 	EXPECT_EQ(fds_before, fds_after);
-	// Allowance for allocator noise; a leak of even 1 KiB per cycle exceeds it.
-	EXPECT_LT(rss_after - rss_before, 768) << "resident memory grew";
+	// Allowance for allocator noise; a leak of even 1 KiB per cycle exceeds it. On a loaded
+	// machine the threads of a cycle overlap differently and malloc may grow a few more arenas
+	// once (seen: +1016 KiB over 1000 cycles, flat on rerun): growth over the allowance is a
+	// leak only if a second batch of cycles grows again.
+	if (rss_after - rss_before >= 768) {
+		long rss_first = rss_after;
+		for (int i = 0; i < n; i++)
+			ASSERT_TRUE(one_cycle(info, exchange)) << "second batch, cycle " << i;
+		rss_after = resident_kib();
+		printf("first batch grew; %d more cycles: RSS %ld KiB -> %ld KiB\n", n, rss_first,
+		       rss_after);
+		EXPECT_LT(rss_after - rss_first, 768) << "resident memory grew in both batches";
+	}
 }
 
 TEST(OpenCloseCycles, TcpMsgObjects)

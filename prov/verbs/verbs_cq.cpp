@@ -179,7 +179,7 @@ void VerbsCompletionQueue::drain_channel_locked()
 void VerbsCompletionQueue::record_completion_locked(const struct ibv_wc &wc)
 {
 	auto *request = reinterpret_cast<VerbsRequest *>(wc.wr_id);
-	VerbsEndpoint *ep = request->ep;
+	RequestOwner *owner = request->owner;
 	CompletionRecord record;
 	record.op_context = request->context;
 	record.flags = request->flags;
@@ -199,9 +199,9 @@ void VerbsCompletionQueue::record_completion_locked(const struct ibv_wc &wc)
 		}
 	}
 	// Completions of an endpoint being closed (mostly flushes) have nobody to go to.
-	if (wanted && !ep->closing())
+	if (wanted && !owner->closing())
 		ready_.push_back(record);
-	ep->release_request(request);
+	owner->release_request(request);
 }
 
 void VerbsCompletionQueue::poll_device_locked()

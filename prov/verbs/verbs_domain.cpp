@@ -9,6 +9,7 @@
 #include "prov/verbs/verbs_fabric.h"
 #include "prov/verbs/verbs_mr.h"
 #include "prov/verbs/verbs_provider.h"
+#include "prov/verbs/verbs_srx.h"
 #include "prov/util/flow_ctrl_ops.h"
 
 namespace verbs {
@@ -42,7 +43,7 @@ struct fi_ops_domain *domain_ops()
 		VERBS_UNSUPPORTED(o, cntr_open);
 		VERBS_UNSUPPORTED(o, poll_open);
 		VERBS_UNSUPPORTED(o, stx_ctx);
-		VERBS_UNSUPPORTED(o, srx_ctx);
+		o.srx_ctx = Op<&VerbsDomain::srx_ctx>::call;
 		VERBS_UNSUPPORTED(o, query_atomic);
 		VERBS_UNSUPPORTED(o, query_collective);
 		o.endpoint2 = Op<&VerbsDomain::endpoint2>::call;
@@ -147,6 +148,11 @@ int VerbsDomain::ops_open(const char *name, uint64_t flags, void **ops, void *co
 int VerbsDomain::cq_open(struct fi_cq_attr *attr, struct fid_cq **cq, void *context)
 {
 	return VerbsCompletionQueue::open(this, attr, cq, context);
+}
+
+int VerbsDomain::srx_ctx(struct fi_rx_attr *attr, struct fid_ep **srx, void *context)
+{
+	return VerbsSharedRx::open(this, attr, srx, context);
 }
 
 int VerbsDomain::endpoint(struct fi_info *info, struct fid_ep **ep, void *context)

@@ -38,6 +38,7 @@ public:
 	int ops_open(const char *name, uint64_t flags, void **ops, void *context);
 	int cq_open(struct fi_cq_attr *attr, struct fid_cq **cq, void *context);
 	int endpoint(struct fi_info *info, struct fid_ep **ep, void *context);
+	int srx_ctx(struct fi_rx_attr *attr, struct fid_ep **srx, void *context);
 	int endpoint2(struct fi_info *info, struct fid_ep **ep, uint64_t flags, void *context);
 	int mr_reg(const void *buf, size_t len, uint64_t access, uint64_t offset,
 		   uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context);

@@ -12,6 +12,7 @@
 #include "prov/verbs/verbs_domain.h"
 #include "prov/verbs/verbs_pep.h"
 #include "prov/verbs/verbs_provider.h"
+#include "prov/verbs/verbs_srx.h"
 
 namespace verbs {
 namespace {
@@ -109,6 +110,9 @@ struct fi_ops_rma *ep_rma_ops()
 	return &ops;
 }
 
+} // namespace
+
+// Every entry unsupported; shared with VerbsSharedRx (see verbs_endpoint.h).
 struct fi_ops_tagged *ep_tagged_ops()
 {
 	static struct fi_ops_tagged ops = [] {
@@ -170,6 +174,8 @@ struct fi_ops_collective *ep_collective_ops()
 	}();
 	return &ops;
 }
+
+namespace {
 
 size_t clamp_size(size_t wanted, size_t fallback, size_t device_max)
 {
@@ -318,6 +324,8 @@ int VerbsEndpoint::close()
 		rx_cq_->bound_endpoints--;
 	if (eq_)
 		eq_->bound_endpoints--;
+	if (srx_)
+		srx_->bound_endpoints--;
 	domain_->children--;
 	fid_.invalidate();
 	if (tx_pool_.in_use() + rx_pool_.in_use() == 0)
@@ -358,9 +366,16 @@ int VerbsEndpoint::bind(struct fid *bfid, uint64_t flags)
 		}
 		return 0;
 	}
+	if (VerbsSharedRx *srx = VerbsSharedRx::from_fid(bfid)) {
+		if (srx_ || srx->domain() != domain_ || !pending_recvs_.empty())
+			return -FI_EINVAL;
+		srx_ = srx;
+		srx_->bound_endpoints++;
+		return 0;
+	}
 	if (!bfid)
 		return -FI_EINVAL;
-	return -FI_ENOSYS; // counters, AVs and shared contexts are not supported
+	return -FI_ENOSYS; // counters, AVs and shared transmit contexts are not supported
 }
 
 int VerbsEndpoint::control(int command, void *arg)
@@ -412,9 +427,13 @@ int VerbsEndpoint::create_qp_locked()
 	attr.qp_type = IBV_QPT_RC;
 	attr.sq_sig_all = 0;
 	attr.cap.max_send_wr = static_cast<uint32_t>(tx_size_);
-	attr.cap.max_recv_wr = static_cast<uint32_t>(rx_size_);
 	attr.cap.max_send_sge = static_cast<uint32_t>(tx_iov_limit_);
-	attr.cap.max_recv_sge = static_cast<uint32_t>(rx_iov_limit_);
+	if (srx_) {
+		attr.srq = srx_->srq(); // the QP's own receive queue goes unused
+	} else {
+		attr.cap.max_recv_wr = static_cast<uint32_t>(rx_size_);
+		attr.cap.max_recv_sge = static_cast<uint32_t>(rx_iov_limit_);
+	}
 	attr.cap.max_inline_data = static_cast<uint32_t>(inject_size_);
 	if (rdma_create_qp(id_, domain_->pd(), &attr)) {
 		int err = errno;
@@ -462,6 +481,8 @@ int VerbsEndpoint::setopt(int level, int optname, const void *optval, size_t opt
 
 ssize_t VerbsEndpoint::rx_size_left()
 {
+	if (srx_)
+		return srx_->rx_size_left();
 	return static_cast<ssize_t>(rx_pool_.available());
 }
 

@@ -29,7 +29,15 @@ namespace verbs {
 class VerbsDomain;
 class VerbsCompletionQueue;
 
-class VerbsEndpoint : public CmEventTarget {
+class VerbsSharedRx;
+
+// Ops tables whose every entry returns -FI_ENOSYS (verbs has no tagged, atomic or collective
+// operations), for endpoints and shared receive contexts alike.
+struct fi_ops_tagged *ep_tagged_ops();
+struct fi_ops_atomic *ep_atomic_ops();
+struct fi_ops_collective *ep_collective_ops();
+
+class VerbsEndpoint : public CmEventTarget, public RequestOwner {
 public:
 	static constexpr uint32_t kTag = 0x76657020; // "vep "
 	static int open(VerbsDomain *domain, struct fi_info *info, struct fid_ep **ep,
@@ -37,8 +45,8 @@ public:
 	static VerbsEndpoint *from_fid(const void *fid) { return Holder::recover(fid); }
 
 	// Completions of a closing endpoint are dropped instead of reported.
-	bool closing() const { return closing_.load(); }
-	void release_request(VerbsRequest *request);
+	bool closing() const override { return closing_.load(); }
+	void release_request(VerbsRequest *request) override;
 
 	// The OFI_FLOW_CTRL_OPS_NAME extension (prov/util/flow_ctrl_ops.h), handed out by the
 	// domain's fi_open_ops.
@@ -133,6 +141,7 @@ private:
 	VerbsEventQueue *eq_ = nullptr;
 	VerbsCompletionQueue *tx_cq_ = nullptr;
 	VerbsCompletionQueue *rx_cq_ = nullptr;
+	VerbsSharedRx *srx_ = nullptr;  // receives come from its SRQ instead of rx_pool_
 	bool tx_selective_ = false;
 	bool rx_selective_ = false;
 	uint64_t tx_op_flags_ = 0;

@@ -35,6 +35,8 @@ ssize_t VerbsEndpoint::post_recv(const struct iovec *iov, void **desc, size_t co
 		return -FI_EINVAL;
 	if (flags & ~kRecvFlags)
 		return -FI_EBADFLAGS;
+	if (srx_)
+		return -FI_EOPNOTSUPP; // its receives are posted to the shared context
 	struct ibv_sge sge[kMaxSge];
 	int num_sge = 0;
 	for (size_t i = 0; i < count; i++) {

@@ -1,7 +1,9 @@
 // Per-operation bookkeeping for work requests. Each posted work request carries a pointer
 // to one of these as its wr_id, so a completion (even an error completion, whose opcode
-// verbs leaves undefined) can be reported with the right context, flags and endpoint.
-// Slots come from a pool sized when the endpoint opens: the data path does not allocate.
+// verbs leaves undefined) can be reported with the right context and flags, and the slot
+// returned to its owner (an endpoint, or a shared receive context for receives posted to
+// an SRQ). Slots come from a pool sized when the owner opens: the data path does not
+// allocate.
 #ifndef OFI_PROV_VERBS_REQUEST_H
 #define OFI_PROV_VERBS_REQUEST_H
 
@@ -15,10 +17,21 @@
 
 namespace verbs {
 
-class VerbsEndpoint;
+struct VerbsRequest;
+
+// Whoever posted a request: the CQ hands the slot back to it once the completion is read.
+class RequestOwner {
+public:
+	// Completions of a closing owner are dropped instead of reported.
+	virtual bool closing() const = 0;
+	virtual void release_request(VerbsRequest *request) = 0;
+
+protected:
+	~RequestOwner() = default;
+};
 
 struct VerbsRequest {
-	VerbsEndpoint *ep = nullptr;
+	RequestOwner *owner = nullptr;
 	void *context = nullptr;
 	uint64_t flags = 0;       // completion flags (FI_SEND | FI_MSG, FI_RMA | FI_READ, ...)
 	bool report = true;       // successful completion wanted (errors are always reported)
@@ -31,10 +44,10 @@ struct VerbsRequest {
 
 class RequestPool {
 public:
-	RequestPool(size_t capacity, VerbsEndpoint *ep, bool is_recv) : slots_(capacity)
+	RequestPool(size_t capacity, RequestOwner *owner, bool is_recv) : slots_(capacity)
 	{
 		for (VerbsRequest &slot : slots_) {
-			slot.ep = ep;
+			slot.owner = owner;
 			slot.is_recv = is_recv;
 			slot.next_free = free_;
 			free_ = &slot;

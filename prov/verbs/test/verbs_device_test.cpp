@@ -79,6 +79,7 @@ protected:
 		close_checked(client_ ? &client_->fid : nullptr);
 		close_checked(server_ ? &server_->fid : nullptr);
 		close_checked(pep_ ? &pep_->fid : nullptr);
+		close_checked(srx_ ? &srx_->fid : nullptr);
 		for (struct fid_cq *cq : {client_tx_, client_rx_, server_tx_, server_rx_})
 			close_checked(cq ? &cq->fid : nullptr);
 		for (Event &e : events_)
@@ -116,6 +117,9 @@ protected:
 		EXPECT_EQ(fi_ep_bind(ep, &eq_->fid, 0), 0);
 		EXPECT_EQ(fi_ep_bind(ep, &tx->fid, tx_bind_flags), 0);
 		EXPECT_EQ(fi_ep_bind(ep, &rx->fid, FI_RECV), 0);
+		if (srx_) {
+			EXPECT_EQ(fi_ep_bind(ep, &srx_->fid, 0), 0);
+		}
 		EXPECT_EQ(fi_enable(ep), 0);
 		return ep;
 	}
@@ -174,7 +178,8 @@ protected:
 		ASSERT_NE(server_addr_.sin_port, 0);
 	}
 
-	// A connected pair; receives are posted on both sides before the QPs exist/connect.
+	// A connected pair; receives are posted on both sides before the QPs exist/connect
+	// (unless they take their receives from srx_).
 	void connect_pair()
 	{
 		listen();
@@ -182,7 +187,8 @@ protected:
 		client_rx_ = open_cq();
 		client_ = open_ep(info_, client_tx_, client_rx_, client_tx_bind_flags_);
 		ASSERT_TRUE(client_);
-		post_recv(client_, client_buf_, "client-early");
+		if (!srx_)
+			post_recv(client_, client_buf_, "client-early");
 		ASSERT_EQ(fi_connect(client_, &server_addr_, "hello", 5), 0);
 
 		Event request;
@@ -194,7 +200,8 @@ protected:
 		server_ = open_ep(request.info, server_tx_, server_rx_);
 		fi_freeinfo(request.info);
 		ASSERT_TRUE(server_);
-		post_recv(server_, server_buf_, "server-early");
+		if (!srx_)
+			post_recv(server_, server_buf_, "server-early");
 		ASSERT_EQ(fi_accept(server_, "world!", 6), 0);
 
 		Event connected;
@@ -241,6 +248,7 @@ protected:
 	struct fid_eq *eq_ = nullptr;
 	struct fid_domain *domain_ = nullptr;
 	struct fid_pep *pep_ = nullptr;
+	struct fid_ep *srx_ = nullptr; // bound by open_ep when set
 	struct fid_ep *client_ = nullptr, *server_ = nullptr;
 	struct fid_cq *client_tx_ = nullptr, *client_rx_ = nullptr;
 	struct fid_cq *server_tx_ = nullptr, *server_rx_ = nullptr;
@@ -641,4 +649,100 @@ TEST_F(VerbsDevice, FlowControlOpsRefuseSendsWithoutCredits)
 	// The other direction was never limited.
 	EXPECT_EQ(fi_inject(server_, small, sizeof(small), 0), 0);
 	ASSERT_EQ(wait_cq(client_rx_, &entry, &err), 1);
+}
+
+TEST_F(VerbsDevice, SharedReceiveContextFeedsEveryBoundEndpoint)
+{
+	// fi_rx_size_left is deprecated in the 1.17 headers; its ops entry is still there.
+	auto rx_left = [](struct fid_ep *ep) { return ep->ops->rx_size_left(ep); };
+	struct fi_rx_attr attr {};
+	attr.caps = FI_MSG | FI_RECV;
+	attr.size = 16;
+	attr.iov_limit = 2;
+	ASSERT_EQ(fi_srx_context(domain_, &attr, &srx_, nullptr), 0);
+	ASSERT_TRUE(srx_);
+	EXPECT_EQ(rx_left(srx_), 16);
+	// Both ends of the connection (one domain here) take their receives from the SRQ.
+	connect_pair();
+	if (HasFatalFailure())
+		return;
+	std::vector<char> rx(4 * kBufferSize, 0);
+	struct fid_mr *rx_mr = reg(rx.data(), rx.size(), FI_RECV);
+	void *rx_desc = fi_mr_desc(rx_mr);
+	for (int i = 0; i < 4; i++)
+		ASSERT_EQ(fi_recv(srx_, rx.data() + i * kBufferSize, kBufferSize, rx_desc, 0,
+				  &rx[i * kBufferSize]), 0);
+	EXPECT_EQ(rx_left(srx_), 12);
+	EXPECT_EQ(rx_left(server_), 12);
+
+	std::vector<char> src(kBufferSize, 's');
+	struct fid_mr *src_mr = reg(src.data(), src.size(), FI_SEND);
+	void *desc = fi_mr_desc(src_mr);
+	struct fi_cq_data_entry entry {};
+	struct fi_cq_err_entry err {};
+	// Client to server: the server's QP consumes the first shared receive.
+	ASSERT_EQ(fi_send(client_, src.data(), 3000, desc, 0, nullptr), 0);
+	ASSERT_EQ(wait_cq(client_tx_, &entry, &err), 1);
+	ASSERT_EQ(wait_cq(server_rx_, &entry, &err), 1);
+	EXPECT_EQ(entry.op_context, &rx[0]);
+	EXPECT_EQ(entry.flags, FI_RECV | FI_MSG);
+	EXPECT_EQ(entry.len, 3000u);
+	EXPECT_EQ(rx[2999], 's');
+	// Server to client, with immediate data: the client's QP consumes the next one.
+	std::memset(src.data(), 'c', 100);
+	ASSERT_EQ(fi_senddata(server_, src.data(), 100, desc, 0x5eed, 0, nullptr), 0);
+	ASSERT_EQ(wait_cq(server_tx_, &entry, &err), 1);
+	ASSERT_EQ(wait_cq(client_rx_, &entry, &err), 1);
+	EXPECT_EQ(entry.op_context, &rx[kBufferSize]);
+	EXPECT_EQ(entry.flags, FI_RECV | FI_MSG | FI_REMOTE_CQ_DATA);
+	EXPECT_EQ(entry.data, 0x5eedu);
+	EXPECT_EQ(rx[kBufferSize + 99], 'c');
+	EXPECT_EQ(rx_left(srx_), 14);
+
+	// A two-piece receive lands a message across both pieces.
+	struct iovec iov[2] = {{rx.data() + 2 * kBufferSize, 4}, {rx.data() + 3 * kBufferSize, 4}};
+	void *descs[2] = {rx_desc, rx_desc};
+	struct fi_msg msg {};
+	msg.msg_iov = iov;
+	msg.desc = descs;
+	msg.iov_count = 2;
+	msg.context = (void *)"two-piece";
+	// The two receives still queued go first; drain them with two sends, then this one.
+	ASSERT_EQ(fi_recvmsg(srx_, &msg, 0), 0);
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(fi_send(client_, src.data(), 10, desc, 0, nullptr), 0);
+		ASSERT_EQ(wait_cq(client_tx_, &entry, &err), 1);
+		ASSERT_EQ(wait_cq(server_rx_, &entry, &err), 1);
+	}
+	std::memcpy(src.data(), "abcdefgh", 8);
+	ASSERT_EQ(fi_send(client_, src.data(), 8, desc, 0, nullptr), 0);
+	ASSERT_EQ(wait_cq(client_tx_, &entry, &err), 1);
+	ASSERT_EQ(wait_cq(server_rx_, &entry, &err), 1);
+	EXPECT_STREQ((char *)entry.op_context, "two-piece");
+	EXPECT_EQ(std::string(rx.data() + 2 * kBufferSize, 4), "abcd");
+	EXPECT_EQ(std::string(rx.data() + 3 * kBufferSize, 4), "efgh");
+
+	// Bad input, and the rules of a shared context.
+	char plain[8];
+	EXPECT_EQ(fi_recv(srx_, plain, sizeof(plain), nullptr, 0, nullptr), -FI_EINVAL);
+	EXPECT_EQ(fi_recv(srx_, plain, sizeof(plain), rx_desc, 0, nullptr), -FI_EINVAL);
+	EXPECT_EQ(fi_recvv(srx_, iov, descs, 3, 0, nullptr), -FI_EINVAL);
+	EXPECT_EQ(fi_recvmsg(srx_, &msg, FI_MULTI_RECV), -FI_EBADFLAGS);
+	EXPECT_EQ(fi_recv(server_, rx.data(), 8, rx_desc, 0, nullptr), -FI_EOPNOTSUPP);
+	EXPECT_EQ(fi_send(srx_, src.data(), 8, desc, 0, nullptr), -FI_ENOSYS);
+	EXPECT_EQ(fi_write(srx_, src.data(), 8, desc, 0, 0, 0, nullptr), -FI_ENOSYS);
+	EXPECT_EQ(fi_close(&srx_->fid), -FI_EBUSY); // endpoints still bound
+	struct fid_ep *other = nullptr;
+	ASSERT_EQ(fi_endpoint(domain_, info_, &other, nullptr), 0);
+	EXPECT_EQ(fi_ep_bind(other, &srx_->fid, 0), 0);
+	EXPECT_EQ(fi_ep_bind(other, &srx_->fid, 0), -FI_EINVAL); // only one
+	EXPECT_EQ(fi_close(&other->fid), 0);
+	{
+		struct fi_rx_attr tagged {};
+		tagged.caps = FI_TAGGED;
+		struct fid_ep *refused = nullptr;
+		EXPECT_EQ(fi_srx_context(domain_, &tagged, &refused, nullptr), -FI_EINVAL);
+	}
+	// TearDown closes the endpoints, then the context (with a receive still posted).
+	ASSERT_EQ(fi_recv(srx_, rx.data(), 8, rx_desc, 0, nullptr), 0);
 }

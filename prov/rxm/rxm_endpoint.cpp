@@ -235,7 +235,9 @@ int RxmEndpoint::enable()
 		identity_.endpoint_id = random_endpoint_id();
 		conn_id_nonce_ = static_cast<uint32_t>(identity_.endpoint_id >> 52); // 12 bits
 	}
-	if (p.use_srx) {
+	// A core with credit flow control (verbs) gets per-connection receives: the credits a
+	// peer is granted count receives posted for it alone, which a shared pool cannot promise.
+	if (p.use_srx && !domain_->flow_ctrl()) {
 		ret = open_srx();
 		if (ret)
 			goto fail;

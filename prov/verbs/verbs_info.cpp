@@ -213,7 +213,9 @@ int build_infos(uint32_t version, const char *node, const char *service, uint64_
 				return -FI_ENODATA;
 		}
 	}
-	if (hints && hints->src_addr) {
+	// A source named by node/service with FI_SOURCE wins over the hints' (fi_getinfo(3):
+	// hints->src_addr is ignored then), so its port is kept.
+	if (hints && hints->src_addr && !src) {
 		if (!(src = ipv4_of(hints->src_addr, hints->src_addrlen)))
 			return -FI_ENODATA;
 	}

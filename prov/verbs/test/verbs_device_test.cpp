@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <unistd.h>
 #include <poll.h>
 
 #include <chrono>
@@ -601,7 +603,6 @@ TEST_F(VerbsDevice, EqWriteAndItsWaitFd)
 	EXPECT_EQ(fi_eq_sread(eq_, &event, &out, sizeof(out), 20, 0), -FI_EAGAIN);
 }
 
-} // namespace
 
 // The credit hooks rxm uses (prov/util/flow_ctrl_ops.h): once enabled, a send that would land
 // in a peer receive needs a credit, RMA writes do not, and added credits allow more sends.
@@ -746,3 +747,114 @@ TEST_F(VerbsDevice, SharedReceiveContextFeedsEveryBoundEndpoint)
 	// TearDown closes the endpoints, then the context (with a receive still posted).
 	ASSERT_EQ(fi_recv(srx_, rx.data(), 8, rx_desc, 0, nullptr), 0);
 }
+
+// ---- Resources over many life cycles ----
+
+// Counts of the rdma resources (pd, cq, qp, cm_id, mr, ctx) the kernel holds on the device,
+// from `rdma resource show` (iproute2); empty when the tool or netlink is unavailable.
+std::string rdma_resource_summary()
+{
+	FILE *p = popen("rdma resource show 2>/dev/null", "r");
+	if (!p)
+		return "";
+	std::string out;
+	char line[512];
+	while (fgets(line, sizeof(line), p))
+		out += line;
+	pclose(p);
+	return out;
+}
+
+int open_fd_count()
+{
+	int count = 0;
+	DIR *dir = opendir("/proc/self/fd");
+	if (!dir)
+		return -1;
+	while (readdir(dir))
+		count++;
+	closedir(dir);
+	return count;
+}
+
+long resident_kib()
+{
+	long total = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld %ld", &total, &resident) != 2)
+		resident = -1;
+	fclose(f);
+	return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+// One whole life: fabric, EQ, domain, CQs, MRs, a listener and a connected pair that
+// exchanges a message, then everything closed with a receive still posted on each side
+// (the close must flush or drop it, not leak its slot or the QP).
+class VerbsLifeCycle : public VerbsDevice {
+public:
+	void TestBody() override {}
+	bool live_once()
+	{
+		SetUp();
+		bool ok = !HasFatalFailure() && info_;
+		if (ok) {
+			connect_pair();
+			ok = !HasFatalFailure();
+		}
+		if (ok) {
+			char text[16] = "cycle";
+			EXPECT_EQ(fi_send(client_, text, sizeof(text), nullptr, 0, nullptr), 0);
+			struct fi_cq_data_entry entry {};
+			struct fi_cq_err_entry err {};
+			ok = wait_cq(server_rx_, &entry, &err) == 1 && wait_cq(client_tx_, &entry, &err) == 1;
+			post_recv(server_, server_buf_, "left-posted");
+		}
+		TearDown();
+		return ok && !HasFailure();
+	}
+};
+
+int life_cycles()
+{
+	const char *env = getenv("VERBS_LEAK_CYCLES");
+	return env ? atoi(env) : 1000;
+}
+
+TEST(VerbsResources, OpenCloseCyclesLeaveFdsMemoryAndDeviceObjectsFlat)
+{
+	{
+		struct fi_info *probe = verbs_info();
+		if (!probe)
+			GTEST_SKIP() << "no verbs device here";
+		fi_freeinfo(probe);
+	}
+	for (int i = 0; i < 10; i++) {   // warm-up: one-time allocations settle
+		VerbsLifeCycle warm;
+		ASSERT_TRUE(warm.live_once()) << "warm-up cycle " << i;
+	}
+	int fds_before = open_fd_count();
+	long rss_before = resident_kib();
+	std::string rdma_before = rdma_resource_summary();
+	int n = life_cycles();
+	auto start = std::chrono::steady_clock::now();
+	for (int i = 0; i < n; i++) {
+		VerbsLifeCycle life;
+		ASSERT_TRUE(life.live_once()) << "cycle " << i;
+	}
+	double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+	int fds_after = open_fd_count();
+	long rss_after = resident_kib();
+	std::string rdma_after = rdma_resource_summary();
+	printf("%d connected life cycles in %.1f s: fds %d -> %d, RSS %ld -> %ld KiB\n"
+	       "rdma resources before:\n%safter:\n%s",
+	       n, secs, fds_before, fds_after, rss_before, rss_after, rdma_before.c_str(),
+	       rdma_after.c_str());
+	EXPECT_EQ(fds_before, fds_after);
+	EXPECT_EQ(rdma_before, rdma_after) << "a pd, cq, qp, cm_id, mr or context outlived its cycle";
+	// Allocator noise allowance; a leak of 1 KiB per cycle is well over it.
+	EXPECT_LT(rss_after - rss_before, 768);
+}
+
+} // namespace

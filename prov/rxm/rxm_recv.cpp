@@ -376,7 +376,9 @@ bool RxmEndpoint::repost(RxBuffer *buf)
 	void *desc = conn->rx_mr ? fi_mr_desc(conn->rx_mr) : nullptr;
 	ssize_t ret = fi_recv(conn->core_ep, buf->data, kWireHeaderSize + eager_limit_, desc, 0,
 			      &buf->core);
-	if (ret)
+	// -FI_ENOTCONN: the core's stream ended and its FI_SHUTDOWN is on the way (the
+	// messages drained before it are still handled); nothing to warn about.
+	if (ret && ret != -FI_ENOTCONN)
 		RXM_WARN(FI_LOG_EP_DATA, "reposting a receive buffer: %s\n",
 			 fi_strerror(static_cast<int>(-ret)));
 	return ret == 0;

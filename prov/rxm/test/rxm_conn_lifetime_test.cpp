@@ -177,6 +177,38 @@ TEST_F(RxmConnLifetime, AvRemoveKeepsTheConnectionUntilThePeerCloses)
 	EXPECT_EQ(0u, a.errors);
 }
 
+TEST_F(RxmConnLifetime, MessagesSentBeforeThePeerClosedAreDelivered)
+{
+	Peer hub(info);
+	auto peer = std::make_unique<Peer>(info);
+	fi_addr_t hub_at_peer = peer->insert(hub);
+	exchange(*peer, hub_at_peer, hub, {&hub, peer.get()});
+	// More messages than the hub has receive buffers for one connection, sent while the hub
+	// does not progress; the peer closes as soon as its sends completed.
+	constexpr int kCount = 200;
+	std::vector<uint32_t> out(kCount), in(kCount, 0);
+	for (int i = 0; i < kCount; i++) {
+		out[i] = 1000 + i;
+		ssize_t ret;
+		while ((ret = fi_send(peer->ep, &out[i], sizeof(out[i]), nullptr, hub_at_peer,
+				      nullptr)) == -FI_EAGAIN)
+			peer->poll();
+		ASSERT_EQ(0, ret);
+	}
+	size_t sent = peer->completions;
+	ASSERT_TRUE(poll_until({peer.get()}, [&] { return peer->completions - sent == kCount; }));
+	peer.reset();
+	size_t got = hub.completions;
+	for (int i = 0; i < kCount; i++)
+		ASSERT_EQ(0, fi_recv(hub.ep, &in[i], sizeof(in[i]), nullptr, FI_ADDR_UNSPEC, nullptr));
+	EXPECT_TRUE(poll_until({&hub}, [&] { return hub.completions - got == kCount; }))
+		<< hub.completions - got << " of " << kCount << " delivered";
+	for (int i = 0; i < kCount; i++)
+		EXPECT_EQ(1000u + i, in[i]) << "message " << i;
+	EXPECT_TRUE(poll_until({&hub}, [&] { return hub.connections() == 0; }));
+	EXPECT_EQ(0u, hub.errors);
+}
+
 TEST_F(RxmConnLifetime, ManyPeersClosingAtOnceLeaveTheHubWorking)
 {
 	Peer hub(info);

@@ -4,11 +4,9 @@
 // allocations (the provider registry, logging, allocator arenas) settle.
 // LEAK_CYCLES in the environment overrides the number of measured cycles.
 #include "test/badinput/fabric_harness.h"
+#include "test/leaks/process_usage.h"
 
 #include <gtest/gtest.h>
-
-#include <dirent.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -16,29 +14,8 @@
 
 namespace {
 
-int open_fd_count()
-{
-	int count = 0;
-	DIR *dir = opendir("/proc/self/fd");
-	if (!dir)
-		return -1;
-	while (readdir(dir))
-		count++;
-	closedir(dir);
-	return count;
-}
-
-long resident_kib()
-{
-	long pages_total = 0, pages_resident = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld %ld", &pages_total, &pages_resident) != 2)
-		pages_resident = -1;
-	fclose(f);
-	return pages_resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
+using process_usage::open_fd_count;
+using process_usage::resident_kib;
 
 int cycles()
 {

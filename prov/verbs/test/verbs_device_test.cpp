@@ -5,8 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
-#include <dirent.h>
-#include <unistd.h>
 #include <poll.h>
 
 #include <chrono>
@@ -23,6 +21,7 @@
 #include <rdma/fi_rma.h>
 
 #include "prov/util/flow_ctrl_ops.h"
+#include "test/leaks/process_usage.h"
 
 namespace {
 
@@ -765,29 +764,8 @@ std::string rdma_resource_summary()
 	return out;
 }
 
-int open_fd_count()
-{
-	int count = 0;
-	DIR *dir = opendir("/proc/self/fd");
-	if (!dir)
-		return -1;
-	while (readdir(dir))
-		count++;
-	closedir(dir);
-	return count;
-}
-
-long resident_kib()
-{
-	long total = 0, resident = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld %ld", &total, &resident) != 2)
-		resident = -1;
-	fclose(f);
-	return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
+using process_usage::open_fd_count;
+using process_usage::resident_kib;
 
 // One whole life: fabric, EQ, domain, CQs, MRs, a listener and a connected pair that
 // exchanges a message, then everything closed with a receive still posted on each side

@@ -73,12 +73,7 @@ void RxmCntr::detach(RxmEndpoint *ep)
 
 void RxmCntr::progress()
 {
-	std::vector<RxmEndpoint *> eps;
-	{
-		std::lock_guard guard(eps_lock_);
-		eps = eps_;
-	}
-	for (RxmEndpoint *ep : eps)
+	for (RxmEndpoint *ep : bound_eps())
 		ep->progress();
 }
 
@@ -179,35 +174,26 @@ int RxmCntr::control(int command, void *arg)
 	return rxm_wait_control(command, arg, wait_obj_);
 }
 
+std::vector<RxmEndpoint *> RxmCntr::bound_eps()
+{
+	std::lock_guard guard(eps_lock_);
+	return eps_;
+}
+
 int RxmCntr::trywait_all()
 {
 	progress();
 	if (has_events())
 		return -FI_EAGAIN;
-	std::vector<RxmEndpoint *> eps;
-	{
-		std::lock_guard guard(eps_lock_);
-		eps = eps_;
-	}
-	for (RxmEndpoint *ep : eps) {
-		int rc = ep->core_trywait();
-		if (rc)
-			return rc;
-	}
+	int rc = cores_trywait(bound_eps());
+	if (rc)
+		return rc;
 	return has_events() ? -FI_EAGAIN : 0;
 }
 
 bool RxmCntr::cores_quiet()
 {
-	std::vector<RxmEndpoint *> eps;
-	{
-		std::lock_guard guard(eps_lock_);
-		eps = eps_;
-	}
-	for (RxmEndpoint *ep : eps)
-		if (!ep->core_may_sleep())
-			return false;
-	return true;
+	return cores_may_sleep(bound_eps());
 }
 
 } // namespace rxm

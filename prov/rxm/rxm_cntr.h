@@ -42,6 +42,8 @@ public:
 	bool has_events() override { return changed_.load(std::memory_order_acquire); }
 	bool cores_quiet() override;
 	int trywait_all();
+	// A copy of the bound endpoints, taken under eps_lock_.
+	std::vector<RxmEndpoint *> bound_eps();
 	bool wants_wait_fd() const { return wait_obj_ != FI_WAIT_NONE; }
 
 	void attach(RxmEndpoint *ep);

@@ -279,21 +279,20 @@ int RxmCq::control(int command, void *arg)
 	return rxm_wait_control(command, arg, wait_obj_);
 }
 
+std::vector<RxmEndpoint *> RxmCq::bound_eps()
+{
+	std::lock_guard guard(eps_lock_);
+	return eps_;
+}
+
 int RxmCq::trywait_all()
 {
 	progress();
 	if (has_events())
 		return -FI_EAGAIN;
-	std::vector<RxmEndpoint *> eps;
-	{
-		std::lock_guard guard(eps_lock_);
-		eps = eps_;
-	}
-	for (RxmEndpoint *ep : eps) {
-		int rc = ep->core_trywait();
-		if (rc)
-			return rc;
-	}
+	int rc = cores_trywait(bound_eps());
+	if (rc)
+		return rc;
 	return has_events() ? -FI_EAGAIN : 0;
 }
 
@@ -309,15 +308,7 @@ const char *RxmCq::strerror(int prov_errno, const void *, char *buf, size_t len)
 
 bool RxmCq::cores_quiet()
 {
-	std::vector<RxmEndpoint *> eps;
-	{
-		std::lock_guard guard(eps_lock_);
-		eps = eps_;
-	}
-	for (RxmEndpoint *ep : eps)
-		if (!ep->core_may_sleep())
-			return false;
-	return true;
+	return cores_may_sleep(bound_eps());
 }
 
 } // namespace rxm

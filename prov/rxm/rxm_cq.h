@@ -48,6 +48,8 @@ public:
 	bool cores_quiet() override;
 	// fi_trywait on the rxm fabric: progress, then ask the cores whether blocking is safe.
 	int trywait_all();
+	// A copy of the bound endpoints, taken under eps_lock_.
+	std::vector<RxmEndpoint *> bound_eps();
 	bool wants_wait_fd() const { return wait_obj_ != FI_WAIT_NONE; }
 
 	// Endpoint side.

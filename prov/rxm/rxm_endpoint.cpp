@@ -760,4 +760,22 @@ void RxmEndpoint::drain_core_eq()
 	}
 }
 
+int cores_trywait(const std::vector<RxmEndpoint *> &eps)
+{
+	for (RxmEndpoint *ep : eps) {
+		int rc = ep->core_trywait();
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+bool cores_may_sleep(const std::vector<RxmEndpoint *> &eps)
+{
+	for (RxmEndpoint *ep : eps)
+		if (!ep->core_may_sleep())
+			return false;
+	return true;
+}
+
 } // namespace rxm

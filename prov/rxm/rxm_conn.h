@@ -52,6 +52,11 @@ public:
 	uint32_t slot = 0;              // index in the endpoint's conns_ plus one
 	bool credit_waiting = false;    // in the endpoint's credit_waiters_
 	bool trim_listed = false;       // in the endpoint's trim_candidates_
+	// Same-host rendezvous (rxm_cma.h). As receiver: the peer's proved pid, -1 once the proof
+	// or a pull failed, 0 not tried. As sender: 1 the peer pulls our rendezvous data by
+	// process_vm_readv, -1 it does not, 0 not known yet.
+	int8_t cma_peer_pulls = 0;
+	int32_t cma_peer_pid = 0;
 
 	Slab rx_slab;
 	std::vector<RxBuffer> rx;

@@ -3,6 +3,7 @@
 #include "prov/rxm/rxm_endpoint.h"
 
 #include "prov/rxm/rxm_av.h"
+#include "prov/rxm/rxm_cma.h"
 #include "prov/rxm/rxm_cntr.h"
 #include "prov/rxm/rxm_cq.h"
 #include "prov/rxm/rxm_domain.h"
@@ -205,6 +206,13 @@ int RxmEndpoint::enable()
 	}
 	if (inject_limit_ > eager_limit_)
 		inject_limit_ = eager_limit_;
+	// Same-host pulls need RMA reads to fall back on; the offer (segments plus kCmaOfferSize bytes) must fit a bounce buffer.
+	cma_ = p.use_cma && !p.use_rndv_write && domain_->rma_capable() &&
+	       rndv_payload_size(kRndvMaxSegments) + kCmaOfferSize <= eager_limit_ &&
+	       cma_make_token(cma_token_);
+	cma_rndv_min_ = cma_ ? std::min(p.cma_rndv_min, sar_limit_) : SIZE_MAX;
+	RXM_INFO(FI_LOG_EP_CTRL, "eager up to %zu, SAR up to %zu, same-host rendezvous %s\n",
+		 eager_limit_, sar_limit_, cma_ ? "offered" : "off");
 	core_fabric_ = domain_->fabric()->core();
 
 	int ret = open_core_queues();

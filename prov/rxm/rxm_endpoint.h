@@ -4,6 +4,7 @@
 #define OFI_PROV_RXM_ENDPOINT_H
 
 #include "prov/rxm/rxm_cm_data.h"
+#include "prov/rxm/rxm_cma.h"
 #include "prov/rxm/rxm_conn.h"
 #include "prov/rxm/rxm_matcher.h"
 #include "prov/rxm/rxm_ops.h"
@@ -162,7 +163,7 @@ private:
 	void maybe_finish(TxOp *op);
 	void finish_op(TxOp *op);
 	void fail_op(TxOp *op, int err);
-	bool send_control(RxmConn *conn, WireOp op, uint64_t msg_id);
+	bool send_control(RxmConn *conn, WireOp op, uint64_t msg_id, uint16_t flags = 0);
 	// Sends buf's header followed by [from, from + len) of the iov straight from the
 	// application's memory (fi_sendv); -FI_E2BIG when that needs more core iovs than allowed.
 	ssize_t send_direct(RxmConn *conn, TxBuffer *buf, const struct iovec *iov, size_t count,
@@ -199,10 +200,12 @@ private:
 	void consume_unexpected(RecvOp *op, Unexpected *u);
 	size_t place(RecvOp *op, uint64_t offset, std::span<const uint8_t> bytes);
 	void complete_recv(RecvOp *op);
-	void start_rndv_reads(RecvOp *op);
+	void start_rndv_reads(RecvOp *op, const uint64_t *cma_addr);
 	void post_pending_reads();
 	void on_rndv_read_done(RecvOp *op, int err);
-	void start_rndv(RecvOp *op);
+	// cma_addr: the virtual addresses of a same-host offer (rxm_cma.h), used if op's
+	// request carried one.
+	void start_rndv(RecvOp *op, const uint64_t *cma_addr);
 	void finish_discarded_rndv(Unexpected *u);
 	void expose_for_rndv_write(RecvOp *op);
 	void handle_rndv_write_ready(RxmConn *conn, const WireHeader &hdr,
@@ -274,6 +277,16 @@ private:
 	// core needs no local registration; core_iov_limit_ bounds header + payload pieces.
 	bool zero_copy_ = false;
 	size_t core_iov_limit_ = 1;
+	// Same-host rendezvous (rxm_cma.h): on when FI_OFI_RXM_USE_CMA allows it and the core
+	// has RMA reads to fall back on. Messages above cma_rndv_min_ then use rendezvous on
+	// connections whose peer pulls by process_vm_readv (or may: not known yet).
+	bool cma_ = false;
+	size_t cma_rndv_min_ = SIZE_MAX;
+	uint8_t cma_token_[16] = {}; // its address and value prove to peers who we are
+	// false: malformed offer. Proves the peer's pid on the first offer of a connection.
+	bool check_cma_offer(RxmConn *conn, std::span<const uint8_t> bytes, CmaOffer *offer);
+	// true: the rendezvous of op was pulled by process_vm_readv and op completed.
+	bool pull_by_cma(RecvOp *op, const uint64_t *cma_addr);
 
 	struct fid_fabric *core_fabric_ = nullptr;
 	struct fid_eq *core_eq_ = nullptr;

@@ -154,6 +154,7 @@ struct Unexpected {
 	std::vector<uint8_t> data;
 	RndvSegment rndv[kRndvMaxSegments];
 	size_t rndv_count;
+	uint64_t cma_addr[kRndvMaxSegments]; // virtual addresses of a same-host offer
 };
 
 } // namespace rxm

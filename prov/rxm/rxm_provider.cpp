@@ -35,6 +35,15 @@ void define_params()
 	fi_param_define(&rxm_prov, "use_rndv_write", FI_PARAM_BOOL,
 			"Rendezvous by RMA write of the sender instead of RMA read of the receiver "
 			"(default: no).");
+	fi_param_define(&rxm_prov, "use_cma", FI_PARAM_BOOL,
+			"When the peer is a process on this host (proved by reading a token from "
+			"its memory), pull rendezvous data with process_vm_readv, one copy, "
+			"instead of an RMA read through the core; any failure falls back to the "
+			"core for that connection (default: yes).");
+	fi_param_define(&rxm_prov, "cma_rndv_min", FI_PARAM_SIZE_T,
+			"On connections whose peer pulls by process_vm_readv (see use_cma), "
+			"messages larger than this use rendezvous instead of eager or SAR "
+			"(default %zu).", g_params.cma_rndv_min);
 	fi_param_define(&rxm_prov, "use_srx", FI_PARAM_BOOL,
 			"Post receive buffers once per endpoint to a shared receive context of the "
 			"core provider instead of msg_rx_size buffers per connection, so memory does "
@@ -79,6 +88,9 @@ void read_params()
 	int b;
 	if (fi_param_get_bool(&rxm_prov, "use_rndv_write", &b) == 0)
 		g_params.use_rndv_write = b != 0;
+	if (fi_param_get_bool(&rxm_prov, "use_cma", &b) == 0)
+		g_params.use_cma = b != 0;
+	read_size("cma_rndv_min", &g_params.cma_rndv_min, 0);
 	if (fi_param_get_bool(&rxm_prov, "use_srx", &b) == 0)
 		g_params.use_srx = b != 0;
 	if (fi_param_get_bool(&rxm_prov, "data_auto_progress", &b) == 0)

@@ -30,6 +30,10 @@ struct RxmParams {
 	size_t msg_tx_size = 128;    // core MSG endpoint tx depth
 	size_t msg_rx_size = 128;    // receive buffers posted per core connection
 	bool use_rndv_write = false; // rendezvous by RMA write instead of read
+	// Same-host peers: rendezvous data pulled by process_vm_readv (rxm_cma.h), and
+	// rendezvous already above cma_rndv_min bytes on connections where that works.
+	bool use_cma = true;
+	size_t cma_rndv_min = 16384;
 	bool use_srx = true;         // one shared receive context per endpoint when the core has it
 	bool data_auto_progress = false;
 	int conn_timeout_s = 30;     // connection setup limit; 0: wait as long as it takes

@@ -2,6 +2,7 @@
 // messages against them, buffering unexpected messages, reassembling SAR segments and pulling
 // rendezvous data with RMA reads.
 #include "prov/rxm/rxm_av.h"
+#include "prov/rxm/rxm_cma.h"
 #include "prov/rxm/rxm_cq.h"
 #include "prov/rxm/rxm_domain.h"
 #include "prov/rxm/rxm_endpoint.h"
@@ -279,7 +280,7 @@ void RxmEndpoint::consume_unexpected(RecvOp *op, Unexpected *u)
 	case WireOp::rndv_request:
 		memcpy(op->rndv, u->rndv, sizeof(op->rndv));
 		op->rndv_count = u->rndv_count;
-		start_rndv(op);
+		start_rndv(op, u->cma_addr);
 		break;
 	case WireOp::sar_segment:
 		place(op, 0, u->data);
@@ -471,10 +472,18 @@ void RxmEndpoint::handle_first(RxmConn *conn, const WireHeader &hdr,
 	MatchKind kind = kind_of(tagged);
 	RndvSegment segs[kRndvMaxSegments];
 	size_t nsegs = 0;
-	if (hdr.op == WireOp::rndv_request && decode_rndv(payload, hdr.total_len, segs, &nsegs)) {
-		RXM_WARN(FI_LOG_EP_DATA, "malformed rendezvous request\n");
-		fail_conn(conn, -FI_EIO);
-		return;
+	CmaOffer offer;
+	if (hdr.op == WireOp::rndv_request) {
+		// decode_message checked that a flagged request holds the offer after its segments.
+		bool offered = hdr.flags & wire_flag::cma;
+		std::span<const uint8_t> seg_bytes =
+			offered ? payload.first(payload.size() - kCmaOfferSize) : payload;
+		if (decode_rndv(seg_bytes, hdr.total_len, segs, &nsegs) ||
+		    (offered && !check_cma_offer(conn, payload.last(kCmaOfferSize), &offer))) {
+			RXM_WARN(FI_LOG_EP_DATA, "malformed rendezvous request\n");
+			fail_conn(conn, -FI_EIO);
+			return;
+		}
 	}
 	PostedRecv *posted = matcher_.find_posted(kind, source_of(conn), hdr.tag);
 	RecvOp *receiver = posted ? claim_receiver(static_cast<RecvOp *>(posted->owner),
@@ -488,7 +497,7 @@ void RxmEndpoint::handle_first(RxmConn *conn, const WireHeader &hdr,
 		} else {
 			memcpy(receiver->rndv, segs, sizeof(segs));
 			receiver->rndv_count = nsegs;
-			start_rndv(receiver);
+			start_rndv(receiver, offer.addr);
 		}
 		return;
 	}
@@ -508,6 +517,7 @@ void RxmEndpoint::handle_first(RxmConn *conn, const WireHeader &hdr,
 	} else {
 		memcpy(u->rndv, segs, sizeof(segs));
 		u->rndv_count = nsegs;
+		memcpy(u->cma_addr, offer.addr, sizeof(offer.addr));
 	}
 	matcher_.add_unexpected(kind, &u->match);
 }
@@ -612,12 +622,19 @@ void RxmEndpoint::handle_rndv_done(RxmConn *conn, const WireHeader &hdr)
 		RXM_WARN(FI_LOG_EP_DATA, "unexpected rndv_done ignored\n");
 		return;
 	}
+	// Whether the peer pulled our offer decides the protocol of the next messages.
+	if (hdr.flags & wire_flag::cma)
+		conn->cma_peer_pulls = 1;
+	else if (op->hdr.flags & wire_flag::cma)
+		conn->cma_peer_pulls = -1;
 	IntrusiveList<TxOp>::remove(op);
 	maybe_finish(op);
 }
 
-void RxmEndpoint::start_rndv_reads(RecvOp *op)
+void RxmEndpoint::start_rndv_reads(RecvOp *op, const uint64_t *cma_addr)
 {
+	if (pull_by_cma(op, cma_addr))
+		return;
 	// Local descriptors: the application's registrations, else our own when the core needs them.
 	for (size_t i = 0; i < op->iov_count; i++) {
 		RxmMr *mr = op->desc[i] ? RxmMr::from_desc(op->desc[i]) : nullptr;

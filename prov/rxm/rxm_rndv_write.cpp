@@ -14,12 +14,12 @@
 
 namespace rxm {
 
-void RxmEndpoint::start_rndv(RecvOp *op)
+void RxmEndpoint::start_rndv(RecvOp *op, const uint64_t *cma_addr)
 {
 	if (op->wire_flags & wire_flag::rndv_write)
 		expose_for_rndv_write(op);
 	else
-		start_rndv_reads(op);
+		start_rndv_reads(op, cma_addr);
 }
 
 bool RxmEndpoint::queue_control(RxmConn *conn, const WireHeader &hdr,

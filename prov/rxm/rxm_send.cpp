@@ -2,6 +2,7 @@
 // rendezvous (the receiver reads the registered source buffers), all queued per connection in
 // order so that messages between two endpoints arrive in the order they were sent (FI_ORDER_SAS).
 #include "prov/rxm/rxm_av.h"
+#include "prov/rxm/rxm_cma.h"
 #include "prov/rxm/rxm_cq.h"
 #include "prov/rxm/rxm_domain.h"
 #include "prov/rxm/rxm_endpoint.h"
@@ -9,6 +10,8 @@
 #include "prov/rxm/rxm_provider.h"
 
 #include <rdma/fi_errno.h>
+
+#include <unistd.h>
 
 #include <cstring>
 
@@ -200,7 +203,11 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 
 	size_t eager = conn->peer_eager_size ? std::min(conn->peer_eager_size, eager_limit_)
 					     : eager_limit_;
-	if (total <= eager) {
+	// A same-host peer that pulls by process_vm_readv (or may: the first such request
+	// finds out) takes mid-sized messages in one copy instead of two through the core.
+	bool cma_rndv = cma_ && conn->cma_peer_pulls >= 0 && total > cma_rndv_min_ &&
+			!(flags & FI_INJECT);
+	if (total <= eager && !cma_rndv) {
 		// Eager: copy now, so the application's buffer is free at once (inject) and the
 		// message can wait for its connection; larger non-inject payloads are sent from
 		// the application's buffers, which it keeps until the completion anyway.
@@ -227,7 +234,7 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 		}
 		buf->op = op;
 		op->prepared = buf;
-	} else if (total <= sar_limit_) {
+	} else if (total <= sar_limit_ && !cma_rndv) {
 		op->kind = TxKind::sar;
 		for (size_t i = 0; i < count; i++)
 			op->iov[i] = iov[i];
@@ -259,8 +266,21 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 		WireHeader h = op->hdr;
 		h.op = WireOp::rndv_request;
 		h.payload_len = static_cast<uint32_t>(rndv_payload_size(nsegs));
-		encode_header(h, buf->data);
 		encode_rndv({segs, nsegs}, buf->data + kWireHeaderSize);
+		if (cma_ && conn->cma_peer_pulls >= 0) {
+			CmaOffer offer;
+			offer.pid = static_cast<uint32_t>(getpid());
+			offer.token_addr = reinterpret_cast<uintptr_t>(cma_token_);
+			memcpy(offer.token, cma_token_, kCmaTokenSize);
+			for (size_t i = 0, n = 0; i < count; i++)
+				if (iov[i].iov_len)
+					offer.addr[n++] = reinterpret_cast<uintptr_t>(iov[i].iov_base);
+			encode_cma_offer(offer, buf->data + kWireHeaderSize + h.payload_len);
+			h.payload_len += kCmaOfferSize;
+			h.flags |= wire_flag::cma;
+			op->hdr.flags |= wire_flag::cma; // rndv_done tells whether the peer pulled
+		}
+		encode_header(h, buf->data);
 		buf->len = kWireHeaderSize + h.payload_len;
 		buf->op = op;
 		op->prepared = buf;
@@ -494,7 +514,7 @@ ssize_t RxmEndpoint::send_direct(RxmConn *conn, TxBuffer *buf, const struct iove
 	return fi_sendv(conn->core_ep, pieces, desc, used + 1, 0, &buf->core);
 }
 
-bool RxmEndpoint::send_control(RxmConn *conn, WireOp wire_op, uint64_t msg_id)
+bool RxmEndpoint::send_control(RxmConn *conn, WireOp wire_op, uint64_t msg_id, uint16_t flags)
 {
 	TxOp *op = alloc_op();
 	if (!op) {
@@ -505,6 +525,7 @@ bool RxmEndpoint::send_control(RxmConn *conn, WireOp wire_op, uint64_t msg_id)
 	op->conn = conn;
 	op->hdr.op = wire_op;
 	op->hdr.msg_id = msg_id;
+	op->hdr.flags = flags;
 	queue_op(conn, op);
 	return true;
 }

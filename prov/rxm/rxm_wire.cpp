@@ -31,6 +31,8 @@ void stamp_conn_id(uint8_t *encoded_header, uint32_t conn_id)
 // Per-operation consistency of the header fields with the payload it announces.
 static bool header_is_consistent(const WireHeader &h)
 {
+	if ((h.flags & wire_flag::cma) && h.op != WireOp::rndv_request && h.op != WireOp::rndv_done)
+		return false;
 	switch (h.op) {
 	case WireOp::eager:
 		return h.total_len == h.payload_len && h.offset == 0;
@@ -42,9 +44,12 @@ static bool header_is_consistent(const WireHeader &h)
 			return h.offset + h.payload_len == h.total_len;
 		return h.payload_len > 0;
 	case WireOp::rndv_request:
-	case WireOp::rndv_write_ready:
-		return h.payload_len >= rndv_payload_size(1) &&
-		       h.payload_len <= rndv_payload_size(kRndvMaxSegments) && h.offset == 0;
+	case WireOp::rndv_write_ready: {
+		// A same-host offer (rxm_cma.h, 64 bytes) may follow a request's segments.
+		size_t extra = (h.flags & wire_flag::cma) ? kCmaOfferSize : 0;
+		return h.payload_len >= rndv_payload_size(1) + extra &&
+		       h.payload_len <= rndv_payload_size(kRndvMaxSegments) + extra && h.offset == 0;
+	}
 	case WireOp::rndv_done:
 	case WireOp::delivery_ack:
 		return h.payload_len == 0;

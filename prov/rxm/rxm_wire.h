@@ -35,7 +35,10 @@ constexpr uint16_t delivery_complete = 1 << 3; // sender wants a delivery_ack
 constexpr uint16_t atomic_fetch = 1 << 4;      // response carries the old value
 constexpr uint16_t atomic_compare = 1 << 5;    // request carries compare operands
 constexpr uint16_t rndv_write = 1 << 6;        // rendezvous by sender writes (and its done)
-constexpr uint16_t all = (1 << 7) - 1;
+// rndv_request: a same-host offer (rxm_cma.h) follows the segments; rndv_done: the receiver
+// pulled the data by process_vm_readv.
+constexpr uint16_t cma = 1 << 7;
+constexpr uint16_t all = (1 << 8) - 1;
 } // namespace wire_flag
 
 struct WireHeader {
@@ -70,6 +73,8 @@ struct RndvSegment {
 };
 constexpr size_t kRndvMaxSegments = 4;
 constexpr size_t rndv_payload_size(size_t count) { return 8 + 24 * count; }
+// Size of the same-host offer that follows the segments of a request flagged wire_flag::cma.
+constexpr size_t kCmaOfferSize = 64;
 void encode_rndv(std::span<const RndvSegment> segments, uint8_t *out);
 // Checks that the segments sum to total_len; returns 0 or -FI_EIO.
 int decode_rndv(std::span<const uint8_t> payload, uint64_t total_len,

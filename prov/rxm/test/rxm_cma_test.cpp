@@ -1,0 +1,142 @@
+// Same-host rendezvous helpers (rxm_cma.h): the offer's encoding, the wire rules of the cma
+// flag, the proof of a peer's pid and the pull, exercised on this process's own memory.
+#include "prov/rxm/rxm_cma.h"
+
+#include <rdma/fi_errno.h>
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+using namespace rxm;
+
+namespace {
+
+CmaOffer own_offer(const uint8_t (&token)[kCmaTokenSize])
+{
+	CmaOffer o;
+	o.pid = static_cast<uint32_t>(getpid());
+	o.token_addr = reinterpret_cast<uintptr_t>(token);
+	memcpy(o.token, token, kCmaTokenSize);
+	return o;
+}
+
+} // namespace
+
+TEST(RxmCma, OfferRoundTripAndRejects)
+{
+	CmaOffer o;
+	o.pid = 1234;
+	o.token_addr = 0x7f0011223344ULL;
+	for (size_t i = 0; i < kCmaTokenSize; i++)
+		o.token[i] = static_cast<uint8_t>(i * 7);
+	o.addr[0] = 0x1000;
+	o.addr[3] = 0x4000;
+	std::vector<uint8_t> b(kCmaOfferSize);
+	encode_cma_offer(o, b.data());
+	CmaOffer d;
+	ASSERT_EQ(decode_cma_offer(b, &d), 0);
+	EXPECT_EQ(d.pid, 1234u);
+	EXPECT_EQ(d.token_addr, o.token_addr);
+	EXPECT_EQ(memcmp(d.token, o.token, kCmaTokenSize), 0);
+	EXPECT_EQ(d.addr[0], 0x1000u);
+	EXPECT_EQ(d.addr[3], 0x4000u);
+
+	EXPECT_EQ(decode_cma_offer(std::span(b).first(kCmaOfferSize - 1), &d), -FI_EIO);
+	auto bad = b;
+	bad[4] = 1; // reserved word
+	EXPECT_EQ(decode_cma_offer(bad, &d), -FI_EIO);
+	CmaOffer zero_pid = o;
+	zero_pid.pid = 0;
+	encode_cma_offer(zero_pid, bad.data());
+	EXPECT_EQ(decode_cma_offer(bad, &d), -FI_EIO);
+	CmaOffer huge_pid = o;
+	huge_pid.pid = 0x80000000u;
+	encode_cma_offer(huge_pid, bad.data());
+	EXPECT_EQ(decode_cma_offer(bad, &d), -FI_EIO);
+}
+
+TEST(RxmCma, FlagOnlyOnRendezvousRequestAndDone)
+{
+	auto decode = [](WireHeader h) {
+		std::vector<uint8_t> m(kWireHeaderSize + h.payload_len, 0);
+		encode_header(h, m.data());
+		WireHeader out;
+		return decode_message(m, &out);
+	};
+	WireHeader req;
+	req.op = WireOp::rndv_request;
+	req.total_len = 100;
+	req.payload_len = static_cast<uint32_t>(rndv_payload_size(1));
+	EXPECT_EQ(decode(req), 0);
+	req.flags = wire_flag::cma; // flagged: the offer must follow the segments
+	EXPECT_EQ(decode(req), -FI_EIO);
+	req.payload_len += kCmaOfferSize;
+	EXPECT_EQ(decode(req), 0);
+	req.payload_len = static_cast<uint32_t>(rndv_payload_size(kRndvMaxSegments) +
+						kCmaOfferSize + 1);
+	EXPECT_EQ(decode(req), -FI_EIO);
+
+	WireHeader done;
+	done.op = WireOp::rndv_done;
+	done.flags = wire_flag::cma;
+	EXPECT_EQ(decode(done), 0);
+
+	WireHeader eager;
+	eager.op = WireOp::eager;
+	eager.flags = wire_flag::cma;
+	eager.payload_len = 4;
+	eager.total_len = 4;
+	EXPECT_EQ(decode(eager), -FI_EIO);
+}
+
+TEST(RxmCma, PeerProvedByItsToken)
+{
+	uint8_t token[kCmaTokenSize];
+	ASSERT_TRUE(cma_make_token(token));
+	CmaOffer o = own_offer(token);
+	EXPECT_EQ(cma_check_peer(o), 0);
+
+	CmaOffer other_bytes = o;
+	other_bytes.token[5] ^= 1;
+	EXPECT_EQ(cma_check_peer(other_bytes), -FI_EIO);
+
+	CmaOffer unmapped = o;
+	unmapped.token_addr = 8; // the first page is never mapped
+	EXPECT_EQ(cma_check_peer(unmapped), -EFAULT);
+
+	CmaOffer no_process = o;
+	no_process.pid = 0x7ffffff0; // above any pid_max
+	EXPECT_EQ(cma_check_peer(no_process), -ESRCH);
+}
+
+TEST(RxmCma, PullGathersSegmentsIntoTheLocalIov)
+{
+	std::vector<uint8_t> src(3000);
+	for (size_t i = 0; i < src.size(); i++)
+		src[i] = static_cast<uint8_t>(i * 13 + 1);
+	// Remote: two segments; local: three pieces cut elsewhere.
+	RndvSegment segs[2] = {{0, 1000, 0}, {0, 2000, 0}};
+	uint64_t addr[kRndvMaxSegments] = {reinterpret_cast<uintptr_t>(src.data()),
+					   reinterpret_cast<uintptr_t>(src.data() + 1000)};
+	std::vector<uint8_t> dst(3000, 0);
+	iovec local[3] = {{dst.data(), 10}, {dst.data() + 10, 2500}, {dst.data() + 2510, 490}};
+	ASSERT_EQ(cma_pull(getpid(), local, 3, segs, addr, 2, 3000), 0);
+	EXPECT_EQ(dst, src);
+
+	// to_read bounds what lands: a shorter pull leaves the rest untouched.
+	std::vector<uint8_t> part(3000, 0xee);
+	iovec whole{part.data(), part.size()};
+	ASSERT_EQ(cma_pull(getpid(), &whole, 1, segs, addr, 2, 1500), 0);
+	EXPECT_EQ(memcmp(part.data(), src.data(), 1500), 0);
+	EXPECT_EQ(part[1500], 0xee);
+
+	// More than the segments describe, or a bad remote address: an error, not a hang.
+	EXPECT_EQ(cma_pull(getpid(), &whole, 1, segs, addr, 2, 3001), -FI_EIO);
+	uint64_t bad_addr[kRndvMaxSegments] = {8, 16};
+	EXPECT_EQ(cma_pull(getpid(), &whole, 1, segs, bad_addr, 2, 3000), -EFAULT);
+}

@@ -243,7 +243,8 @@ private:
 	// Small messages arrive with their header in one recv into the stage (and the next
 	// headers with them); payloads of kStageSize or more go straight to their buffers.
 	// During progress_rx the stage is the thread's shared one; bytes left in it when the
-	// call ends move to `kept_`, allocated only then, so an idle connection carries none.
+	// call ends move to `kept_` (stage_len_ bytes, allocated only then and of just that
+	// size), so an idle connection carries none and a waiting one only what it read.
 	static constexpr size_t kStageSize = 512;
 	uint8_t *stage_ = nullptr;
 	std::unique_ptr<uint8_t[]> kept_;

@@ -149,32 +149,47 @@ thread_local SharedStage shared_stage;
 void Connection::take_stage()
 {
 	static_assert(sizeof(shared_stage.bytes) == kStageSize);
-	if (kept_) {
-		stage_ = kept_.get();
-	} else if (!shared_stage.busy) {
+	if (!shared_stage.busy) {
 		shared_stage.busy = true;
 		stage_shared_ = true;
 		stage_ = shared_stage.bytes;
-	} else {
-		kept_ = std::make_unique_for_overwrite<uint8_t[]>(kStageSize);
-		stage_ = kept_.get();
+		if (kept_) {
+			// Bytes kept from the last call go back to the front of a full-size stage.
+			memcpy(stage_, kept_.get(), stage_len_);
+			stage_pos_ = 0;
+			kept_.reset();
+		}
+		return;
 	}
+	// A nested call (another connection's progress is running on this thread): a private
+	// full-size stage for the length of this call.
+	auto own = std::make_unique_for_overwrite<uint8_t[]>(kStageSize);
+	if (kept_) {
+		memcpy(own.get(), kept_.get(), stage_len_);
+		stage_pos_ = 0;
+	}
+	kept_ = std::move(own);
+	stage_ = kept_.get();
 }
 
 void Connection::put_stage()
 {
+	// Bytes read ahead (e.g. a message waiting for a receive buffer) stay with the
+	// connection in an allocation of exactly their size: with many peers sending to one
+	// endpoint at once, most connections hold one small message here, not a whole stage.
+	size_t left = staged();
+	std::unique_ptr<uint8_t[]> keep;
+	if (left) {
+		keep = std::make_unique_for_overwrite<uint8_t[]>(left);
+		memcpy(keep.get(), stage_ + stage_pos_, left);
+	}
 	if (stage_shared_) {
-		if (staged()) {
-			kept_ = std::make_unique_for_overwrite<uint8_t[]>(kStageSize);
-			memcpy(kept_.get(), stage_ + stage_pos_, staged());
-			stage_len_ = staged();
-			stage_pos_ = 0;
-		}
 		shared_stage.busy = false;
 		stage_shared_ = false;
-	} else if (!staged()) {
-		kept_.reset();
 	}
+	kept_ = std::move(keep);
+	stage_pos_ = 0;
+	stage_len_ = left;
 	stage_ = nullptr;
 }
 

@@ -30,6 +30,7 @@ public:
 	// or -FI_E* (peer closed, socket error, malformed header).
 	int read_from(int fd);
 	CmType type() const { return type_; }
+	bool started() const { return got_ > 0; }
 	const uint8_t *data() const { return buf_ + kCmHeaderSize; }
 	size_t data_len() const { return data_len_; }
 

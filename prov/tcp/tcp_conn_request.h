@@ -1,10 +1,11 @@
-// ConnRequest: an incoming connection accepted by a passive endpoint. It reads the
-// connector's CM request; once complete it is handed to the application as the `handle` of
-// the FI_CONNREQ info, and is consumed by fi_endpoint (which takes the socket) or fi_reject.
+// ConnRequest: an incoming connection whose CM request has arrived, handed to the
+// application as the `handle` of the FI_CONNREQ info and consumed by fi_endpoint (which
+// takes the socket) or fi_reject. It is made only once the request is complete (the CM data
+// travels in the event), so it holds just the socket and the connector's address.
 #ifndef PROV_TCP_TCP_CONN_REQUEST_H
 #define PROV_TCP_TCP_CONN_REQUEST_H
 
-#include "prov/tcp/tcp_cm_message.h"
+#include "prov/tcp/tcp_socket.h"
 #include "prov/util/fid_object.h"
 
 #include <sys/socket.h>
@@ -23,7 +24,7 @@ public:
 
 class ConnRequest : public util::FidStorage<struct fid>, public util::FidObject {
 public:
-	ConnRequest(int fd, const sockaddr_storage &peer)
+	ConnRequest(int fd, const IpAddress &peer)
 	    : util::FidObject(embedded_fid, FI_CLASS_CONNREQ, nullptr), fd_(fd), peer_(peer)
 	{
 	}
@@ -41,7 +42,7 @@ public:
 		fd_ = -1;
 		return fd;
 	}
-	const sockaddr_storage &peer() const { return peer_; }
+	const IpAddress &peer() const { return peer_; }
 	void set_owner(ConnRequestOwner *owner) { owner_ = owner; }
 	// Called by whoever consumes the request (fi_endpoint, fi_reject) before deleting it.
 	void release()
@@ -50,13 +51,11 @@ public:
 			owner_->forget(this);
 		owner_ = nullptr;
 	}
-	CmReader &reader() { return reader_; }
 	struct fid *handle() { return fid(); }
 
 private:
 	int fd_;
-	sockaddr_storage peer_;
-	CmReader reader_;
+	IpAddress peer_;
 	ConnRequestOwner *owner_ = nullptr;
 };
 

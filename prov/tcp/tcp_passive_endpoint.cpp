@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 namespace tcp {
 
@@ -36,9 +37,10 @@ TcpPassiveEndpoint::TcpPassiveEndpoint(TcpFabric &fabric, const struct fi_info *
 TcpPassiveEndpoint::~TcpPassiveEndpoint()
 {
 	util::LockGuard guard(fabric().engine().lock());
-	for (ConnRequest *r : reading_) {
-		fabric().engine().remove_fd(r->fd());
-		delete r;
+	for (Incoming &in : reading_) {
+		if (in.registered)
+			fabric().engine().remove_fd(in.fd);
+		::close(in.fd);
 	}
 	if (listen_fd_ >= 0) {
 		fabric().engine().remove_fd(listen_fd_);
@@ -60,6 +62,15 @@ void TcpPassiveEndpoint::forget(ConnRequest *request)
 	util::LockGuard guard(fabric().engine().lock());
 	delivered_.erase(std::remove(delivered_.begin(), delivered_.end(), request),
 			 delivered_.end());
+	resume_accepting();
+}
+
+void TcpPassiveEndpoint::resume_accepting()
+{
+	if (!accept_paused_ || delivered_.size() >= kMaxUnconsumedRequests || listen_fd_ < 0)
+		return;
+	if (fabric().engine().modify_fd(listen_fd_, EPOLLIN, this) == 0)
+		accept_paused_ = false;
 }
 
 int TcpPassiveEndpoint::close()
@@ -161,18 +172,22 @@ void TcpPassiveEndpoint::on_fd_ready(int fd, uint32_t)
 		return;
 	}
 	auto it = std::find_if(reading_.begin(), reading_.end(),
-			       [fd](ConnRequest *r) { return r->fd() == fd; });
+			       [fd](const Incoming &in) { return in.fd == fd; });
 	if (it != reading_.end())
-		read_request(*it);
+		read_request(static_cast<size_t>(it - reading_.begin()));
 }
 
 void TcpPassiveEndpoint::accept_connections()
 {
 	for (;;) {
-		sockaddr_storage peer{};
-		socklen_t len = sizeof(peer);
-		int fd = accept4(listen_fd_, reinterpret_cast<sockaddr *>(&peer), &len,
-				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (delivered_.size() >= kMaxUnconsumedRequests) {
+			// The application has enough requests to handle; resume_accepting() polls
+			// the listening socket again once it consumed some.
+			if (fabric().engine().modify_fd(listen_fd_, 0, this) == 0)
+				accept_paused_ = true;
+			return;
+		}
+		int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
@@ -182,57 +197,71 @@ void TcpPassiveEndpoint::accept_connections()
 			return;
 		}
 		apply_socket_options(fd);
-		auto *request = new ConnRequest(fd, peer);
+		reading_.push_back(Incoming{fd, false, nullptr});
+		size_t index = reading_.size() - 1;
+		// The request usually came with the connection: no registration needed then.
+		if (read_request(index))
+			continue;
 		if (fabric().engine().add_fd(fd, EPOLLIN, this) != 0) {
-			delete request;
+			::close(fd);
+			reading_.pop_back();
 			continue;
 		}
-		reading_.push_back(request);
-		read_request(request);
+		reading_[index].registered = true;
 	}
 }
 
-void TcpPassiveEndpoint::drop_request(ConnRequest *request)
+bool TcpPassiveEndpoint::read_request(size_t index)
 {
-	fabric().engine().remove_fd(request->fd());
-	reading_.erase(std::remove(reading_.begin(), reading_.end(), request), reading_.end());
-	delete request;
-}
-
-void TcpPassiveEndpoint::read_request(ConnRequest *request)
-{
-	int ret = request->reader().read_from(request->fd());
-	if (ret == 0)
-		return;
-	if (ret < 0 || request->reader().type() != CmType::request) {
-		FI_INFO(&provider, FI_LOG_EP_CTRL, "dropping incoming connection from %s\n",
-			sockaddr_to_string(reinterpret_cast<const sockaddr *>(&request->peer()))
-				.c_str());
-		drop_request(request);
-		return;
+	Incoming &in = reading_[index];
+	CmReader first_part;
+	CmReader *reader = in.partial ? in.partial.get() : &first_part;
+	int ret = reader->read_from(in.fd);
+	if (ret == 0) {
+		if (!in.partial && reader->started()) {
+			in.partial.reset(new (std::nothrow) CmReader(first_part));
+			if (!in.partial)
+				ret = -FI_ENOMEM;
+		}
+		if (ret == 0)
+			return false;
 	}
-	fabric().engine().remove_fd(request->fd());
-	reading_.erase(std::remove(reading_.begin(), reading_.end(), request), reading_.end());
-	if (report_request(request) != 0)
-		delete request;
+	int fd = in.fd;
+	if (in.registered)
+		fabric().engine().remove_fd(fd);
+	std::unique_ptr<CmReader> partial = std::move(in.partial); // keeps *reader alive
+	reading_.erase(reading_.begin() + static_cast<std::ptrdiff_t>(index));
+	if (ret < 0 || reader->type() != CmType::request) {
+		FI_INFO(&provider, FI_LOG_EP_CTRL, "dropping an incoming connection: %s\n",
+			ret < 0 ? fi_strerror(-ret) : "not a connection request");
+		::close(fd);
+		return true;
+	}
+	if (report_request(fd, *reader) != 0)
+		::close(fd);
+	return true;
 }
 
-int TcpPassiveEndpoint::report_request(ConnRequest *request)
+int TcpPassiveEndpoint::report_request(int fd, const CmReader &reader)
 {
+	IpAddress peer{};
+	socklen_t peer_len = sizeof(peer);
+	if (getpeername(fd, &peer.sa, &peer_len) != 0 || peer_len > sizeof(peer)) {
+		FI_INFO(&provider, FI_LOG_EP_CTRL, "dropping an incoming connection: %s\n",
+			strerror(errno));
+		return -FI_ECONNABORTED;
+	}
+	sockaddr_storage local{};
+	socklen_t local_len = sizeof(local);
+	getsockname(fd, reinterpret_cast<sockaddr *>(&local), &local_len);
 	fi_info *info = fi_dupinfo(this->info());
 	if (!info)
 		return -FI_ENOMEM;
 	free(info->dest_addr);
 	free(info->src_addr);
-	info->dest_addr = info->src_addr = nullptr;
-	info->dest_addrlen = info->src_addrlen = 0;
-	const sockaddr_storage &peer = request->peer();
-	size_t peer_len = sockaddr_length(reinterpret_cast<const sockaddr *>(&peer));
-	sockaddr_storage local{};
-	socklen_t local_len = sizeof(local);
-	getsockname(request->fd(), reinterpret_cast<sockaddr *>(&local), &local_len);
 	info->dest_addr = malloc(peer_len);
 	info->src_addr = malloc(local_len);
+	info->dest_addrlen = info->src_addrlen = 0;
 	if (!info->dest_addr || !info->src_addr) {
 		fi_freeinfo(info);
 		return -FI_ENOMEM;
@@ -241,16 +270,23 @@ int TcpPassiveEndpoint::report_request(ConnRequest *request)
 	info->dest_addrlen = peer_len;
 	memcpy(info->src_addr, &local, local_len);
 	info->src_addrlen = local_len;
-	info->addr_format = peer.ss_family == AF_INET6 ? FI_SOCKADDR_IN6 : FI_SOCKADDR_IN;
+	info->addr_format = peer.sa.sa_family == AF_INET6 ? FI_SOCKADDR_IN6 : FI_SOCKADDR_IN;
+	auto *request = new (std::nothrow) ConnRequest(fd, peer);
+	if (!request) {
+		fi_freeinfo(info);
+		return -FI_ENOMEM;
+	}
 	info->handle = request->handle();
 	// Tracked before the event is visible, so a fast consumer finds it here.
 	request->set_owner(this);
 	delivered_.push_back(request);
 	// write_cm owns `info` from here on, also when it fails.
-	int ret = eq()->write_cm(FI_CONNREQ, &pep_fid()->fid, info, request->reader().data(),
-				 request->reader().data_len());
+	int ret = eq()->write_cm(FI_CONNREQ, &pep_fid()->fid, info, reader.data(),
+				 reader.data_len());
 	if (ret) {
 		request->release();
+		request->take_fd(); // the caller closes it
+		delete request;
 		FI_WARN(&provider, FI_LOG_EP_CTRL, "cannot report connection request: %s\n",
 			fi_strerror(-ret));
 	}

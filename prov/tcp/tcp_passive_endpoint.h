@@ -1,9 +1,16 @@
 // TcpPassiveEndpoint: a listening socket. Accepted connections are read (the connector's CM
 // request) in the fabric's progress engine, then reported as FI_CONNREQ events whose info
 // carries a ConnRequest handle.
+//
+// Memory in a connection storm (hundreds of peers connecting at once) is kept flat: an
+// accepted socket whose request has not arrived yet costs its fd (a reader is allocated only
+// for a request that arrives in parts), and accepting pauses while kMaxUnconsumedRequests
+// reported requests wait for the application, leaving later connections in the kernel's
+// listen queue rather than as objects, infos and events on our heap.
 #ifndef PROV_TCP_TCP_PASSIVE_ENDPOINT_H
 #define PROV_TCP_TCP_PASSIVE_ENDPOINT_H
 
+#include "prov/tcp/tcp_cm_message.h"
 #include "prov/tcp/tcp_conn_request.h"
 #include "prov/tcp/tcp_fabric.h"
 #include "prov/util/passive_endpoint.h"
@@ -11,6 +18,7 @@
 
 #include <sys/socket.h>
 
+#include <memory>
 #include <vector>
 
 namespace tcp {
@@ -36,15 +44,27 @@ public:
 	void on_fd_ready(int fd, uint32_t events) override;
 	void forget(ConnRequest *request) override;
 
+	// Reported FI_CONNREQ requests not yet consumed by fi_endpoint/fi_reject beyond which
+	// accepting pauses.
+	static constexpr size_t kMaxUnconsumedRequests = 4;
+
 private:
+	// An accepted socket whose CM request is still arriving.
+	struct Incoming {
+		int fd;
+		bool registered;                  // in the progress engine (waits for bytes)
+		std::unique_ptr<CmReader> partial; // only once part of the request came
+	};
 	void accept_connections();
-	void read_request(ConnRequest *request);
-	void drop_request(ConnRequest *request);
-	int report_request(ConnRequest *request);
+	// Reads reading_[index]; true when it is finished (reported or dropped, and removed).
+	bool read_request(size_t index);
+	int report_request(int fd, const CmReader &reader);
+	void resume_accepting();
 
 	int listen_fd_ = -1;
 	sockaddr_storage addr_{};
-	std::vector<ConnRequest *> reading_;   // requests whose CM message is still arriving
+	bool accept_paused_ = false;           // listening socket not polled (too many unconsumed)
+	std::vector<Incoming> reading_;        // accepted, CM request still arriving
 	std::vector<ConnRequest *> delivered_; // reported in FI_CONNREQ, not yet consumed
 };
 

@@ -2,6 +2,7 @@
 // request, garbage on an established stream, selective completions, automatic progress.
 #include "prov/tcp/test/tcp_test_pair.h"
 #include "prov/tcp/tcp_cm_message.h"
+#include "prov/tcp/tcp_passive_endpoint.h"
 #include "prov/tcp/tcp_provider.h"
 
 #include <arpa/inet.h>
@@ -15,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -53,6 +55,91 @@ TEST(TcpRobustness, GarbageInsteadOfCmRequestIsDropped)
 	close(fd);
 	// The listener still serves real clients.
 	ASSERT_TRUE(pair.connect("after garbage"));
+}
+
+TEST(TcpRobustness, CmRequestArrivingInPiecesIsAssembled)
+{
+	TcpPair pair;
+	ASSERT_TRUE(pair.open());
+	int fd = raw_connect(pair);
+	ASSERT_GE(fd, 0);
+	const char data[] = "sent in three parts";
+	uint8_t request[tcp::kCmHeaderSize + sizeof(data)];
+	tcp::encode_cm_header(tcp::CmType::request, sizeof(data), request);
+	memcpy(request + tcp::kCmHeaderSize, data, sizeof(data));
+	// Part of the header, then the rest of it with some data, then the rest of the data,
+	// each after the listener had a chance to read what was there.
+	size_t cuts[] = {0, 3, tcp::kCmHeaderSize + 5, sizeof(request)};
+	for (int i = 0; i < 3; i++) {
+		ssize_t len = static_cast<ssize_t>(cuts[i + 1] - cuts[i]);
+		ASSERT_EQ(len, write(fd, request + cuts[i], static_cast<size_t>(len)));
+		if (i < 2) {
+			EXPECT_EQ(-FI_EAGAIN, pair.wait_eq(pair.server_eq, 50).ret);
+		}
+	}
+	EqEvent req = pair.wait_eq(pair.server_eq);
+	ASSERT_EQ(FI_CONNREQ, req.event);
+	EXPECT_EQ(std::string(data, sizeof(data)), std::string(req.data.begin(), req.data.end()));
+	ASSERT_EQ(0, fi_reject(pair.pep, req.info->handle, nullptr, 0));
+	fi_freeinfo(req.info);
+	close(fd);
+}
+
+// Many connectors at once: the listener hands the application only a few requests at a time
+// (the others wait, established, in the kernel's listen queue) and goes on accepting as the
+// application consumes them, so every connector is answered.
+TEST(TcpRobustness, ConnectionStormIsReportedAsRequestsAreConsumed)
+{
+	constexpr size_t kConnectors = 3 * tcp::TcpPassiveEndpoint::kMaxUnconsumedRequests;
+	TcpPair pair;
+	ASSERT_TRUE(pair.open());
+	std::vector<int> fds;
+	uint8_t request[tcp::kCmHeaderSize + 1];
+	for (size_t i = 0; i < kConnectors; i++) {
+		int fd = raw_connect(pair);
+		ASSERT_GE(fd, 0);
+		fds.push_back(fd);
+		timeval limit{5, 0}; // a missing answer fails the read below instead of hanging
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+		tcp::encode_cm_header(tcp::CmType::request, 1, request);
+		request[tcp::kCmHeaderSize] = static_cast<uint8_t>(i);
+		ASSERT_EQ(static_cast<ssize_t>(sizeof(request)), write(fd, request, sizeof(request)));
+	}
+	// Nothing consumed yet: only the first few are reported.
+	std::vector<EqEvent> pending;
+	for (EqEvent ev; (ev = pair.wait_eq(pair.server_eq, 200)).ret > 0;) {
+		ASSERT_EQ(FI_CONNREQ, ev.event);
+		pending.push_back(ev);
+	}
+	EXPECT_EQ(tcp::TcpPassiveEndpoint::kMaxUnconsumedRequests, pending.size());
+	// Rejecting them lets the rest through; each connector gets its answer.
+	std::vector<bool> seen(kConnectors);
+	size_t answered = 0;
+	while (answered < kConnectors) {
+		if (pending.empty()) {
+			EqEvent ev = pair.wait_eq(pair.server_eq);
+			ASSERT_EQ(FI_CONNREQ, ev.event) << answered << " answered";
+			pending.push_back(ev);
+		}
+		EqEvent req = pending.back();
+		pending.pop_back();
+		ASSERT_EQ(1u, req.data.size());
+		ASSERT_LT(req.data[0], kConnectors);
+		EXPECT_FALSE(seen[req.data[0]]);
+		seen[req.data[0]] = true;
+		ASSERT_EQ(0, fi_reject(pair.pep, req.info->handle, nullptr, 0));
+		fi_freeinfo(req.info);
+		answered++;
+	}
+	for (int fd : fds) {
+		uint8_t reply[tcp::kCmHeaderSize];
+		ASSERT_EQ(static_cast<ssize_t>(sizeof(reply)), read(fd, reply, sizeof(reply)));
+		tcp::CmType type;
+		uint16_t len;
+		ASSERT_EQ(0, tcp::decode_cm_header(reply, &type, &len));
+		EXPECT_EQ(tcp::CmType::reject, type);
+		close(fd);
+	}
 }
 
 TEST(TcpRobustness, GarbageOnEstablishedStreamShutsDownThatConnection)

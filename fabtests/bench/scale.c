@@ -146,6 +146,10 @@ static int run_hub(int n, int to_parent)
 	char name[256];
 	size_t name_len = sizeof(name);
 	CHECK(fi_getname(&ep->fid, name, &name_len));
+	/* The application's own receive buffers and contexts are not the library's memory per
+	 * peer: fault their pages in before the baseline (completions write into them). */
+	memset(recv_bufs, 0, sizeof(recv_bufs));
+	memset(contexts, 0, sizeof(contexts));
 	for (int i = 0; i < n; i++) {
 		ssize_t ret;
 		while ((ret = fi_recv(ep, recv_bufs[i], sizeof(recv_bufs[i]), NULL, FI_ADDR_UNSPEC,

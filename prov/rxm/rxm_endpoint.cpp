@@ -207,7 +207,11 @@ int RxmEndpoint::enable()
 	if (inject_limit_ > eager_limit_)
 		inject_limit_ = eager_limit_;
 	// Same-host pulls need RMA reads to fall back on; the offer (segments plus kCmaOfferSize bytes) must fit a bounce buffer.
-	cma_ = p.use_cma && !p.use_rndv_write && domain_->rma_capable() &&
+	// By default only over byte-stream cores: there the alternative is two copies through
+	// the loopback socket; an RDMA core's own reads are left alone unless asked for.
+	bool byte_stream_core = domain_->core_info()->ep_attr &&
+				domain_->core_info()->ep_attr->protocol == FI_PROTO_SOCK_TCP;
+	cma_ = (p.use_cma_set ? p.use_cma : byte_stream_core) && !p.use_rndv_write && domain_->rma_capable() &&
 	       rndv_payload_size(kRndvMaxSegments) + kCmaOfferSize <= eager_limit_ &&
 	       cma_make_token(cma_token_);
 	cma_rndv_min_ = cma_ ? std::min(p.cma_rndv_min, sar_limit_) : SIZE_MAX;

@@ -39,7 +39,8 @@ void define_params()
 			"When the peer is a process on this host (proved by reading a token from "
 			"its memory), pull rendezvous data with process_vm_readv, one copy, "
 			"instead of an RMA read through the core; any failure falls back to the "
-			"core for that connection (default: yes).");
+			"core for that connection (default: yes over byte-stream cores such as "
+			"tcp, no over others such as verbs).");
 	fi_param_define(&rxm_prov, "cma_rndv_min", FI_PARAM_SIZE_T,
 			"On connections whose peer pulls by process_vm_readv (see use_cma), "
 			"messages larger than this use rendezvous instead of eager or SAR "
@@ -88,8 +89,10 @@ void read_params()
 	int b;
 	if (fi_param_get_bool(&rxm_prov, "use_rndv_write", &b) == 0)
 		g_params.use_rndv_write = b != 0;
-	if (fi_param_get_bool(&rxm_prov, "use_cma", &b) == 0)
+	if (fi_param_get_bool(&rxm_prov, "use_cma", &b) == 0) {
 		g_params.use_cma = b != 0;
+		g_params.use_cma_set = true;
+	}
 	read_size("cma_rndv_min", &g_params.cma_rndv_min, 0);
 	if (fi_param_get_bool(&rxm_prov, "use_srx", &b) == 0)
 		g_params.use_srx = b != 0;

@@ -33,6 +33,7 @@ struct RxmParams {
 	// Same-host peers: rendezvous data pulled by process_vm_readv (rxm_cma.h), and
 	// rendezvous already above cma_rndv_min bytes on connections where that works.
 	bool use_cma = true;
+	bool use_cma_set = false; // unset: only over byte-stream cores (tcp), see rxm_endpoint.cpp
 	size_t cma_rndv_min = 16384;
 	bool use_srx = true;         // one shared receive context per endpoint when the core has it
 	bool data_auto_progress = false;

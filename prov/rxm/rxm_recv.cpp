@@ -255,7 +255,10 @@ ssize_t RxmEndpoint::recv_common(const struct iovec *iov, void **desc, size_t co
 void RxmEndpoint::finish_discarded_rndv(Unexpected *u)
 {
 	if (!(u->wire_flags & wire_flag::rndv_write)) {
-		send_control(u->conn, WireOp::rndv_done, u->msg_id);
+		// The same-host flag tells the sender we pull its offers: a discard says nothing
+		// against that.
+		bool pulls = (u->wire_flags & wire_flag::cma) && u->conn->cma_peer_pid > 0;
+		send_control(u->conn, WireOp::rndv_done, u->msg_id, pulls ? wire_flag::cma : 0);
 		return;
 	}
 	RndvSegment empty{0, 0, 0};

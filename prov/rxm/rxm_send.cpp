@@ -269,6 +269,7 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 		encode_rndv({segs, nsegs}, buf->data + kWireHeaderSize);
 		if (cma_ && conn->cma_peer_pulls >= 0) {
 			CmaOffer offer;
+			// Asked each time: a forked child must not offer its parent's memory.
 			offer.pid = static_cast<uint32_t>(getpid());
 			offer.token_addr = reinterpret_cast<uintptr_t>(cma_token_);
 			memcpy(offer.token, cma_token_, kCmaTokenSize);

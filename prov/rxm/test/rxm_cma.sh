@@ -56,7 +56,7 @@ expect() { # expect NAME FILE PATTERN yes|no
 	fi
 }
 
-SIZES="all 16385 24579 98304 200003 262144"
+SIZES="all 24579 32769 49155 98304 200003 262144"
 
 run default "" "" $SIZES
 expect default "$dir/default.srv" "$PULLED" yes

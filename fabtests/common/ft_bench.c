@@ -89,10 +89,23 @@ int ft_bandwidth(size_t size)
 	return ft_windowed(size, bandwidth_window, "bw");
 }
 
+/* -M: the iterations and warm-ups of one size, so that it moves at most max_bytes. */
+static void bound_bytes(size_t size, int iterations, int warmup)
+{
+	size_t max_bytes = ft.opts.max_bytes_per_size;
+	if (!max_bytes)
+		return;
+	size_t fit = max_bytes / size;
+	ft.opts.iterations = fit < 2 ? 2 : fit < (size_t)iterations ? (int)fit : iterations;
+	ft.opts.warmup = warmup < ft.opts.iterations ? warmup : ft.opts.iterations;
+}
+
 int ft_run_benchmark(int (*loop)(size_t size))
 {
+	int iterations = ft.opts.iterations, warmup = ft.opts.warmup;
 	FT_CHECK(ft_post_recv(ft.xfer_max, 0));
 	for (size_t i = 0, size; (size = ft_next_size(i)); i++) {
+		bound_bytes(size, iterations, warmup);
 		FT_CHECK(ft_oob_sync());
 		FT_CHECK(loop(size));
 	}

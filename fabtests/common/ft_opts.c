@@ -48,7 +48,11 @@ static void usage(const char *prog, const char *description)
 	       FT_DEFAULT_OOB_PORT);
 	printf("  -I <number>     iterations\n");
 	printf("  -w <number>     warm-up iterations\n");
-	printf("  -S <size|all>   transfer size, or every size of the test list\n");
+	printf("  -S <size|all|list>  transfer size, every size of the test list, or a\n"
+	       "                  comma-separated list of sizes run in this order\n");
+	printf("  -M <bytes>      with several sizes: fewer iterations (at least 2) and warm-ups\n"
+	       "                  for a size so it moves at most this many bytes\n");
+	printf("  -F <format>     CQ format: context|msg|data|tagged (default tagged)\n");
 	printf("  -v              verify received data\n");
 	printf("  -U              request FI_DELIVERY_COMPLETE\n");
 	printf("  -o <op>         RMA operation: write|read|writedata\n");
@@ -72,6 +76,25 @@ static int parse_int(const char *arg, int *out)
 		return -FI_EINVAL;
 	*out = (int)v;
 	return 0;
+}
+
+/* "1,2,4096": every entry a positive integer, at most FT_MAX_SIZE_LIST of them. */
+static int parse_size_list(const char *arg, struct ft_opts *o)
+{
+	o->size_count = 0;
+	for (const char *p = arg;;) {
+		char *end;
+		errno = 0;
+		long v = strtol(p, &end, 10);
+		if (errno || end == p || v <= 0 || v > 1 << 30 || o->size_count == FT_MAX_SIZE_LIST)
+			return -FI_EINVAL;
+		o->size_list[o->size_count++] = (size_t)v;
+		if (*end == '\0')
+			return 0;
+		if (*end != ',')
+			return -FI_EINVAL;
+		p = end + 1;
+	}
 }
 
 static int parse_base_option(int c, const char *arg)
@@ -102,11 +125,25 @@ static int parse_base_option(int c, const char *arg)
 	case 'I': return parse_int(arg, &o->iterations);
 	case 'w': return parse_int(arg, &o->warmup);
 	case 'T': return parse_int(arg, &o->timeout_sec);
+	case 'M':
+		if (parse_int(arg, &value) || value == 0)
+			return -FI_EINVAL;
+		o->max_bytes_per_size = (size_t)value;
+		return 0;
+	case 'F':
+		if (!strcmp(arg, "context")) o->cq_format = FI_CQ_FORMAT_CONTEXT;
+		else if (!strcmp(arg, "msg")) o->cq_format = FI_CQ_FORMAT_MSG;
+		else if (!strcmp(arg, "data")) o->cq_format = FI_CQ_FORMAT_DATA;
+		else if (!strcmp(arg, "tagged")) o->cq_format = FI_CQ_FORMAT_TAGGED;
+		else return -FI_EINVAL;
+		return 0;
 	case 'S':
 		if (!strcmp(arg, "all")) {
 			o->all_sizes = true;
 			return 0;
 		}
+		if (strchr(arg, ','))
+			return parse_size_list(arg, o);
 		if (parse_int(arg, &value) || value == 0)
 			return -FI_EINVAL;
 		o->size = (size_t)value;
@@ -146,6 +183,7 @@ int ft_parse_args(int argc, char **argv, const char *extra_opts,
 		o->ep_type = FI_EP_RDM;
 	o->iterations = 10;
 	o->size = FT_DEFAULT_SIZE;
+	o->cq_format = FI_CQ_FORMAT_TAGGED;
 	/* FT_OOB_PORT lets a runner move the control socket without implying -E. */
 	o->oob_port = getenv("FT_OOB_PORT") ? getenv("FT_OOB_PORT") : FT_DEFAULT_OOB_PORT;
 	/* FT_TIMEOUT moves the default of -T, e.g. for every test run under emulation. */

@@ -82,7 +82,9 @@ static int open_completion_objects(void)
 			FT_PRINTERR("fi_cntr_open", ret);
 		return ret;
 	}
-	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_TAGGED,
+	/* Entries are read into a fi_cq_tagged_entry whatever the format: every smaller
+	 * format is a prefix of it. */
+	struct fi_cq_attr attr = { .format = ft.opts.cq_format,
 				   .wait_obj = wait_obj_for_method() };
 	attr.size = ft.info->tx_attr->size;
 	if ((ret = fi_cq_open(ft.domain, &attr, &ft.tx_cq, NULL))) {
@@ -98,7 +100,17 @@ static int open_completion_objects(void)
 static int alloc_buffers(void)
 {
 	size_t max_msg = ft.info->ep_attr->max_msg_size;
-	if (ft.opts.all_sizes) {
+	if (ft.opts.size_count) {
+		ft.xfer_max = 0;
+		for (int i = 0; i < ft.opts.size_count; i++)
+			if (ft.opts.size_list[i] > ft.xfer_max)
+				ft.xfer_max = ft.opts.size_list[i];
+		if (max_msg && ft.xfer_max > max_msg) {
+			fprintf(stderr, "size %zu exceeds max_msg_size %zu (not run)\n",
+				ft.xfer_max, max_msg);
+			return -FI_ENODATA;
+		}
+	} else if (ft.opts.all_sizes) {
 		ft.xfer_max = FT_MAX_ALL_SIZE;
 		if (max_msg && ft.xfer_max > max_msg)
 			ft.xfer_max = max_msg;

@@ -8,6 +8,8 @@ static const size_t all_sizes[] = {
 
 size_t ft_next_size(size_t index)
 {
+	if (ft.opts.size_count)
+		return index < (size_t)ft.opts.size_count ? ft.opts.size_list[index] : 0;
 	if (!ft.opts.all_sizes)
 		return index == 0 ? ft.opts.size : 0;
 	for (size_t seen = 0, i = 0; i < sizeof(all_sizes) / sizeof(all_sizes[0]); i++) {

@@ -39,6 +39,7 @@
 #define FT_WINDOW 64           /* operations a bandwidth test keeps in flight */
 #define FT_CM_DATA_MAX 256
 #define FT_SLOTS_BYTES_MAX (8 << 20) /* cap of slots * xfer_max per direction */
+#define FT_MAX_SIZE_LIST 64    /* sizes one -S a,b,c list may name */
 
 enum ft_comp_method { FT_COMP_SPIN, FT_COMP_SREAD, FT_COMP_FD, FT_COMP_YIELD };
 enum ft_comp_type { FT_COMP_QUEUE, FT_COMP_COUNTER };
@@ -59,6 +60,15 @@ struct ft_opts {
 	int warmup;
 	size_t size;
 	bool all_sizes;
+	/* -S a,b,c: these sizes in this order, in one process pair (cheap sweeps where
+	 * starting a pair is slow, e.g. under emulation). */
+	size_t size_list[FT_MAX_SIZE_LIST];
+	int size_count;
+	/* -M: per size, iterations and warm-up shrink so that one size moves at most this
+	 * many bytes (at least 2 iterations); 0 keeps -I and -w for every size. */
+	size_t max_bytes_per_size;
+	/* -F: the CQ format (tagged by default; some providers refuse it on msg endpoints). */
+	enum fi_cq_format cq_format;
 	bool verify;
 	bool deliver_complete;
 	bool machine_readable;
@@ -157,7 +167,7 @@ extern struct ft_state ft;
 	} while (0)
 
 /* ft_opts.c */
-#define FT_BASE_OPTS "p:e:d:f:s:B:P:E::I:w:S:vUo:t:c:mT:h"
+#define FT_BASE_OPTS "p:e:d:f:s:B:P:E::I:w:S:vUo:t:c:mT:M:F:h"
 int ft_parse_args(int argc, char **argv, const char *extra_opts,
 		  int (*extra_handler)(int opt, const char *arg), const char *description);
 int ft_exit_code(int ret);

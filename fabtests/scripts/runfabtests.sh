@@ -154,6 +154,8 @@ s cs fi_bw -e rdm -S all -I 50 -w 10 -v
 s cs fi_msg_pingpong -e msg -S all -I 20 -v
 s cs fi_msg_pingpong -e rdm -S all -I 20 -v
 q cs fi_tagged_bw -e rdm -I 100
+q cs fi_msg_pingpong -e msg -S 1,4096,98304 -M 65536 -I 20 -c sread -F context -v
+q cs fi_bw -e rdm -S 8,65536,1048576 -M 1048576 -I 128 -c sread -v
 s cs fi_tagged_bw -e rdm -S all -I 50 -v
 q cs fi_rma_bw -e msg -o write -I 100
 q cs fi_rma_bw -e rdm -o write -I 100

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import sys
 
-from . import tables
+from . import tables, vm
 from .tables import fmt, med
 
 
@@ -61,29 +61,33 @@ VM_METHOD = (
     "Measured inside the Soft-RoCE VM (`fabtests/scripts/rxe-vm`: qemu TCG emulation, 2 "
     "vCPUs on the shared host, rxe0 on dummy0, both processes in the VM), so absolute "
     "figures are far below real hardware and only ratios measured in this VM mean anything. "
-    "Latency and ping-pong bandwidth come from Debian's own `/usr/bin/fi_pingpong -S all "
-    "-I {iters}` (`-m msg` and `-m tagged`), the same binary for both libraries: one process "
-    "pair sweeps every size, the library going first alternating between repetitions; each "
-    "cell is the median of {reps} repetitions (the first sizes of a sweep carry its warm-up, "
-    "so 1-2 B figures are noisy). Both libraries run with "
-    "`FI_UNIVERSE_SIZE=64`: with the default (256) the system's rxm, which sizes its core CQs "
-    "by the universe size, cannot create them on rxe and its fi_enable fails (-FI_EINVAL, "
-    "\"Unable to create verbs CQ\"). Our fabtests binaries are not used here because the "
-    "system's verbs CQs refuse their FI_CQ_FORMAT_TAGGED (-FI_ENOSYS); streaming bandwidth "
-    "and message rate are measured on the host only. The wire limit beside: `ibv_rc_pingpong` "
-    "(ibverbs-utils; its usec/iter is a round trip, halved here) and perftest's `ib_send_lat` "
-    "(t_avg, one way) and `ib_send_bw` (BW average of a stream, converted from MiB/s to MB/s) "
-    "on rxe0, one pair per size at 1 B, 64 B, 64 KiB and 1 MiB (`-` elsewhere), once "
-    "per repetition after the library runs. A sweep that does not finish in 300 s (a limit "
-    "pair: 90 s) is stopped; sizes it did not reach are marked `fail`.")
+    "Every process waits for completions by sleeping, none spins: under TCG, spinning "
+    "processes (Debian's fi_pingpong, ibv_rc_pingpong without -e) made every latency "
+    "bimodal, 35-100 us or 3.6-10 ms, for both libraries. The libraries run our fabtests "
+    "benchmarks (fi_msg_pingpong, fi_tagged_pingpong, fi_bw, fi_tagged_bw) with "
+    "`-c sread`, the same binary and options for both; the plain verbs msg runs add "
+    "`-F context` (the system's verbs CQ refuses the tagged format). One process pair sweeps "
+    "all sizes of a benchmark (starting a pair costs 10-30 s under emulation): ping-pong "
+    "`{pp}`, streams `{bw}` (`-M`: a size moves at most that many bytes, so large sizes run "
+    "fewer iterations, at least 2). The library going first alternates between "
+    "repetitions; each cell is the median of {reps} repetitions. Both libraries run with "
+    "`FI_UNIVERSE_SIZE=64`: with the default (256) the system's rxm, which sizes its core "
+    "CQs by the universe size, cannot create them on rxe and its fi_enable fails. The wire "
+    "limit beside, also sleeping on events: `ibv_rc_pingpong -e` (usec/iter is a round trip, "
+    "halved here), perftest `ib_send_lat -e` (t_avg, one way) and `ib_send_bw -e` (BW "
+    "average, MiB/s converted to MB/s), one pair per size at the few sizes shown (`-` "
+    "elsewhere), once per repetition after the library runs. A sweep that does not finish "
+    "in 240 s (a limit pair: 90 s) is stopped; sizes it did not reach are marked `fail`.")
 
 
-def vm_section(vm, vm_results, vm_limits):
+def vm_section(vm, vm_results, vm_limits, limit_runs):
     if "skipped" in vm:
         return ["## verbs and verbs;ofi_rxm (Soft-RoCE VM)", "",
                 f"Not measured in this run: {vm['skipped']}.", ""]
+    opts = vm.get("options", {})
     md = ["## verbs;ofi_rxm (rdm endpoints) in the Soft-RoCE VM", "",
-          VM_METHOD.format(iters=vm["iterations"], reps=vm["reps"]), "",
+          VM_METHOD.format(pp=" ".join(opts.get("fi_msg_pingpong", [])),
+                           bw=" ".join(opts.get("fi_bw", [])), reps=vm["reps"]), "",
           "Libraries in the VM: " + "; ".join(f"{k} = `{v}`"
                                                for k, v in vm["resolved"].items()) + ". " +
           "Load average inside the VM {:.1f} / {:.1f} / {:.1f} at the start, {:.1f} / {:.1f} / "
@@ -93,9 +97,16 @@ def vm_section(vm, vm_results, vm_limits):
           f"{vm['failures']} failed runs (cells marked fail).", ""]
     md += tables.vm_table(vm_results, vm_limits, vm["sizes"], "verbs;ofi_rxm",
                           ["fi_msg_pingpong", "fi_tagged_pingpong"]) + [""]
+    md += ["Message rate (windowed stream of 64, verbs;ofi_rxm):", ""]
+    md += tables.rate_table(vm_results, "verbs;ofi_rxm") + [""]
     md += ["## verbs (msg endpoints) in the Soft-RoCE VM", ""]
     md += tables.vm_table(vm_results, vm_limits, vm["sizes"], "verbs",
                           ["fi_msg_pingpong"]) + [""]
+    md += ["Repeatability in the VM: the spread (max - min) / median of the repetitions of "
+           "one cell (same library, benchmark and size; usec per transfer), summarised over "
+           "the sizes. A ratio between the libraries is decided only where both spreads are "
+           "well below the difference it shows.", ""]
+    md += tables.spread_rows(vm_results, limit_runs, vm["sizes"]) + [""]
     return md
 
 
@@ -125,7 +136,7 @@ def write(cfg, run, out_path):
             md += [f"Message rate (windowed stream of 64, {prov}):", ""]
             md += tables.rate_table(results, prov) + [""]
     if run["vm"] is not None:
-        md += vm_section(run["vm"], *run["vm_decoded"])
+        md += vm_section(run["vm"], *run["vm_decoded"], vm.limit_runs(run["vm"]))
     md += ["## Scale: connecting N peers over tcp;ofi_rxm", "",
            "fabtests/bench/scale: a hub process with one endpoint; another process opens N "
            "endpoints in one domain and each sends one message to the hub (rxm connects on "

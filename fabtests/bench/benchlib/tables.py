@@ -84,15 +84,15 @@ def limit_cell(limits, tool, size):
 
 
 def vm_table(results, limits, sizes, prov, benches):
-    """verbs;ofi_rxm or verbs in the VM, ibv_rc_pingpong and perftest beside. Bandwidth is
-    the ping-pong's (one message in flight), streaming bandwidth only for perftest."""
+    """verbs;ofi_rxm or verbs in the VM, every run waiting by sleeping (fabtests -c sread,
+    ibv_rc_pingpong -e, perftest -e); the limit tools ran at a few sizes only."""
     head = ["size"]
     if "fi_msg_pingpong" in benches:
         head += ["msg lat ours", "system", "ratio"]
     if "fi_tagged_pingpong" in benches:
         head += ["tagged lat ours", "system", "ratio"]
-    head += ["ibv_rc_pingpong lat", "ib_send_lat", "ours/ibv_rc", "pingpong MB/s ours",
-             "system", "ratio", "ib_send_bw MB/s (stream)"]
+    head += ["ibv_rc_pingpong -e lat", "ib_send_lat -e", "ours/ibv_rc", "bw ours MB/s",
+             "system", "ratio", "ib_send_bw -e MB/s", "kmsg/s ours", "system"]
     rows = []
     for size in sizes:
         row = [size_name(size)]
@@ -105,10 +105,48 @@ def vm_table(results, limits, sizes, prov, benches):
         rc = limits.get(("ibv_rc_pingpong", size))
         row += [limit_cell(limits, "ibv_rc_pingpong", size),
                 limit_cell(limits, "ib_send_lat", size), fmt(ratio(first, rc)) if rc else "-"]
-        cells, o = bw_cells(results, prov, size, "fi_msg_pingpong")
+        cells, o = bw_cells(results, prov, size, "fi_bw")
         row += cells + [limit_cell(limits, "ib_send_bw", size)]
+        row += [fmt(msg_rate(med(results, prov, "fi_bw", size, lib, "usec_xfer")), 1)
+                for lib in ("ours", "system")]
         rows.append(row)
     return markdown(head, rows)
+
+
+def spread(values):
+    """(max - min) / median of one cell's repetitions, or None with fewer than two."""
+    values = [v for v in values if v is not None]
+    m = median(values)
+    return (max(values) - min(values)) / m if len(values) > 1 and m else None
+
+
+def spread_rows(results, limit_runs, sizes):
+    """How far the repetitions of one cell (same library, benchmark and size) are apart:
+    per (provider, benchmark, library) the median and the worst spread over the sizes, and
+    how many sizes spread by more than 50 %. Ratios mean something only where this is small."""
+    groups = {}
+    for (prov, bench, size), libs in results.items():
+        if size not in sizes and bench != "fi_tagged_bw":
+            continue
+        key = "usec_xfer"
+        for lib, recs in libs.items():
+            sp = spread([r[key] if r else None for r in recs])
+            if sp is not None:
+                groups.setdefault((prov, bench, lib), []).append(sp)
+    rows = []
+    for (prov, bench, lib), sps in sorted(groups.items()):
+        rows.append([prov, bench, lib, f"{median(sps):.0%}", f"{max(sps):.0%}",
+                     f"{sum(1 for v in sps if v > 0.5)}/{len(sps)}"])
+    for (tool, size), vals in sorted(limit_runs.items()):
+        sp = spread(vals)
+        if sp is not None:
+            rows.append([RXE_NAME, f"{tool} -e {size_name(size)}", "-", f"{sp:.0%}",
+                         f"{sp:.0%}", f"{int(sp > 0.5)}/1"])
+    return markdown(["provider", "benchmark", "library", "median spread", "worst",
+                     "sizes > 50 %"], rows)
+
+
+RXE_NAME = "rxe0"
 
 
 def rate_table(results, prov, sizes=(8, 64)):

@@ -58,12 +58,14 @@ METHOD = (
     "(latency: lower is better; bandwidth and rate: higher is better).")
 
 VM_METHOD = (
-    "Measured inside the Soft-RoCE VM (`fabtests/scripts/rxe-vm`: qemu TCG emulation, 2 "
-    "vCPUs on the shared host, rxe0 on dummy0, both processes in the VM), so absolute "
-    "figures are far below real hardware and only ratios measured in this VM mean anything. "
-    "Every process waits for completions by sleeping, none spins: under TCG, spinning "
-    "processes (Debian's fi_pingpong, ibv_rc_pingpong without -e) made every latency "
-    "bimodal, 35-100 us or 3.6-10 ms, for both libraries. The libraries run our fabtests "
+    "Measured inside the Soft-RoCE VM (`fabtests/scripts/rxe-vm --smp 1`: qemu TCG "
+    "emulation, one vCPU, qemu at nice -15 when run as root, rxe0 on dummy0, both processes "
+    "in the VM), so absolute figures are far below real hardware and only ratios measured in "
+    "this VM mean anything. Every process waits for completions by sleeping, none spins: "
+    "under TCG, spinning processes (Debian's fi_pingpong, ibv_rc_pingpong without -e) made "
+    "every latency bimodal, 35-100 us or 3.6-10 ms, for both libraries; with two vCPUs even "
+    "sleeping readers took 4-11 ms (a wake-up is an interrupt to a halted vCPU whose qemu "
+    "thread the host must schedule first). The libraries run our fabtests "
     "benchmarks (fi_msg_pingpong, fi_tagged_pingpong, fi_bw, fi_tagged_bw) with "
     "`-c sread`, the same binary and options for both; the plain verbs msg runs add "
     "`-F context` (the system's verbs CQ refuses the tagged format). One process pair sweeps "

@@ -28,7 +28,7 @@ std::string canonical_address(const void *addr, size_t len)
 	return name;
 }
 
-std::string describe_address(const std::string &name)
+std::string describe_address(std::string_view name)
 {
 	// Socket addresses print the way every provider prints them; other formats as hex.
 	sockaddr_storage sa{};
@@ -194,7 +194,15 @@ bool RxmAv::address_of(fi_addr_t fi_addr, std::string *name) const
 	return true;
 }
 
-fi_addr_t RxmAv::find(const std::string &name) const
+bool RxmAv::address_of(fi_addr_t fi_addr, PeerName *name) const
+{
+	std::lock_guard guard(lock_);
+	if (fi_addr >= entries_.size() || entries_[fi_addr].empty())
+		return false;
+	return name->assign(entries_[fi_addr]);
+}
+
+fi_addr_t RxmAv::find(std::string_view name) const
 {
 	std::lock_guard guard(lock_);
 	auto it = by_name_.find(name);

@@ -147,7 +147,7 @@ void RxmEndpoint::trim_conns()
 			continue;
 		}
 		RXM_INFO(FI_LOG_EP_CTRL, "conn %p to %s: released\n", static_cast<void *>(conn),
-			 describe_address(conn->peer_name).c_str());
+			 describe_address(conn->peer_name.view()).c_str());
 		if (conn->rx_mr)
 			fi_close(&conn->rx_mr->fid);
 		uint32_t slot = conn->slot;
@@ -160,7 +160,7 @@ void RxmEndpoint::trim_conns()
 
 RxmConn *RxmEndpoint::conn_for_send(fi_addr_t dest, int *err)
 {
-	std::string name;
+	PeerName name;
 	if (!av_ || !av_->address_of(dest, &name)) {
 		*err = -FI_EINVAL;
 		return nullptr;
@@ -173,7 +173,7 @@ RxmConn *RxmEndpoint::conn_for_send(fi_addr_t dest, int *err)
 	conn->deadline = setup_deadline();
 	conn_timers_active_ = true;
 	RXM_INFO(FI_LOG_EP_CTRL, "conn %p: connecting to %s\n", static_cast<void *>(conn),
-		 describe_address(name).c_str());
+		 describe_address(name.view()).c_str());
 	int ret = start_connect(conn);
 	if (ret) {
 		RXM_WARN(FI_LOG_EP_CTRL, "connecting to a peer: %s\n", fi_strerror(-ret));
@@ -378,7 +378,14 @@ void RxmEndpoint::handle_connreq(const struct fi_eq_cm_entry *entry, size_t data
 		fi_freeinfo(info);
 		return;
 	}
-	std::string name = canonical_address(cm.identity.name, cm.identity.name_len);
+	PeerName name;
+	if (!name.assign(canonical_address(cm.identity.name, cm.identity.name_len))) {
+		RXM_WARN(FI_LOG_EP_CTRL, "connection request with an oversized name refused\n");
+		size_t len = own_cm_data(reply, RejectReason::bad_request);
+		fi_reject(pep_, info->handle, reply, len);
+		fi_freeinfo(info);
+		return;
+	}
 	auto it = peers_.find(name);
 	RxmConn *existing = it != peers_.end() ? it->second : nullptr;
 	PeerConnState state = PeerConnState::none;
@@ -390,7 +397,7 @@ void RxmEndpoint::handle_connreq(const struct fi_eq_cm_entry *entry, size_t data
 	ConnreqAction action = decide_connreq(identity_, cm.identity, state,
 					      existing ? existing->peer_identity.endpoint_id : 0);
 	RXM_INFO(FI_LOG_EP_CTRL, "request from %s (id %016llx; ours: conn %p %s): %s\n",
-		 describe_address(name).c_str(),
+		 describe_address(name.view()).c_str(),
 		 static_cast<unsigned long long>(cm.identity.endpoint_id),
 		 static_cast<void *>(existing), existing ? state_name(existing->state) : "none",
 		 action_name(action));
@@ -501,7 +508,7 @@ void RxmEndpoint::handle_eq_event(uint32_t event, const struct fi_eq_cm_entry *e
 			conn->peer_conn_id = cm.conn_id;
 		}
 		RXM_INFO(FI_LOG_EP_CTRL, "conn %p to %s: connected (was %s)\n",
-			 static_cast<void *>(conn), describe_address(conn->peer_name).c_str(),
+			 static_cast<void *>(conn), describe_address(conn->peer_name.view()).c_str(),
 			 state_name(conn->state));
 		on_connected(conn);
 		break;
@@ -531,7 +538,7 @@ void RxmEndpoint::handle_eq_error(const struct fi_eq_err_entry &err)
 		return;
 	}
 	RXM_INFO(FI_LOG_EP_CTRL, "conn %p to %s (%s): %s, %zu bytes of reject data\n",
-		 static_cast<void *>(conn), describe_address(conn->peer_name).c_str(),
+		 static_cast<void *>(conn), describe_address(conn->peer_name.view()).c_str(),
 		 state_name(conn->state), fi_strerror(err.err), err.err_data_size);
 	CmData cm;
 	if (err.err == FI_ECONNREFUSED && err.err_data && err.err_data_size &&
@@ -649,7 +656,7 @@ void RxmEndpoint::run_conn_timers()
 	}
 	for (RxmConn *conn : expired) {
 		RXM_WARN(FI_LOG_EP_CTRL, "connection to %s not established after %d s: failing its "
-					 "sends\n", describe_address(conn->peer_name).c_str(),
+					 "sends\n", describe_address(conn->peer_name.view()).c_str(),
 			 params().conn_timeout_s);
 		fail_conn(conn, -FI_ETIMEDOUT);
 	}
@@ -668,7 +675,7 @@ void RxmEndpoint::retry_connect(RxmConn *old)
 	mark_closed(old); // its core endpoint went when it was rejected
 	peers_[conn->peer_name] = conn;
 	RXM_INFO(FI_LOG_EP_CTRL, "conn %p: connecting again to %s (was rejected as a duplicate)\n",
-		 static_cast<void *>(conn), describe_address(conn->peer_name).c_str());
+		 static_cast<void *>(conn), describe_address(conn->peer_name.view()).c_str());
 	int ret = start_connect(conn);
 	if (ret)
 		fail_conn(conn, ret);

@@ -4,6 +4,7 @@
 #ifndef OFI_PROV_RXM_CONN_H
 #define OFI_PROV_RXM_CONN_H
 
+#include "prov/rxm/rxm_av.h"
 #include "prov/rxm/rxm_cm_data.h"
 #include "prov/rxm/rxm_credits.h"
 #include "prov/rxm/rxm_list.h"
@@ -41,7 +42,7 @@ public:
 	RxmEndpoint *ep;
 	struct fid_ep *core_ep = nullptr;
 	ConnState state = ConnState::connecting;
-	std::string peer_name;          // canonical core address of the peer's passive endpoint
+	PeerName peer_name;             // canonical core address of the peer's passive endpoint
 	EndpointIdentity peer_identity; // from its CM data
 	bool receive_only = false;      // the accepted half of a connection to ourselves
 	fi_addr_t source = FI_ADDR_NOTAVAIL; // AV entry of the peer (FI_SOURCE)

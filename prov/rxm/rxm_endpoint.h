@@ -309,7 +309,7 @@ private:
 	std::vector<RecvOp, PageAllocator<RecvOp>> recvs_;
 	RecvOp *free_recvs_ = nullptr;
 	Matcher matcher_;
-	std::unordered_map<std::string, RxmConn *> peers_;
+	std::unordered_map<PeerName, RxmConn *, PeerNameHash> peers_;
 	// Connections by slot (id & index mask, minus one); a released connection leaves an
 	// empty slot that the next connection takes.
 	std::vector<std::unique_ptr<RxmConn>> conns_;

@@ -62,7 +62,7 @@ fi_addr_t RxmEndpoint::source_of(RxmConn *conn)
 	// Entries may be inserted after the connection came up: unknown sources are looked up
 	// again; removals bump the generation.
 	if (conn->source == FI_ADDR_NOTAVAIL || conn->source_generation != generation) {
-		conn->source = av_->find(conn->peer_name);
+		conn->source = av_->find(conn->peer_name.view());
 		conn->source_generation = generation;
 	}
 	return conn->source;

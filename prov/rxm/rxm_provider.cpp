@@ -1,5 +1,6 @@
 // ofi_rxm's struct fi_provider: parameters, getinfo and fabric entry points.
 #include "prov/rxm/rxm_provider.h"
+#include "prov/rxm/rxm_wire.h"
 
 #include "prov/rxm/rxm_fabric.h"
 #include "prov/rxm/rxm_info.h"
@@ -76,10 +77,13 @@ void read_size(const char *name, size_t *value, size_t minimum)
 
 void read_params()
 {
-	read_size("buffer_size", &g_params.buffer_size, 64);
+	// Control messages travel in bounce buffers too: the largest, a rendezvous request of
+	// four segments with a same-host offer, must fit (smaller buffers overflowed with it).
+	constexpr size_t kMinBufferSize = rndv_payload_size(kRndvMaxSegments) + kCmaOfferSize;
+	read_size("buffer_size", &g_params.buffer_size, kMinBufferSize);
 	size_t given;
-	g_params.buffer_size_set =
-		fi_param_get_size_t(&rxm_prov, "buffer_size", &given) == 0 && given >= 64;
+	g_params.buffer_size_set = fi_param_get_size_t(&rxm_prov, "buffer_size", &given) == 0 &&
+				   given >= kMinBufferSize;
 	read_size("cm_progress_interval", &g_params.cm_progress_interval_us, 0);
 	read_size("sar_limit", &g_params.sar_limit, 0);
 	read_size("tx_size", &g_params.tx_size, 16);

@@ -46,14 +46,20 @@ TcpPassiveEndpoint::~TcpPassiveEndpoint()
 		fabric().engine().remove_fd(listen_fd_);
 		::close(listen_fd_);
 	}
-	// Unconsumed requests: their connectors learn the listener is gone. The objects stay,
-	// because the application may still hold (and later pass) their handles; fi_endpoint
-	// then fails cleanly on the closed socket.
+	// Requests reported but not consumed: their connectors are rejected (they learn at once
+	// that nobody will answer, rather than wait for a timeout). A request whose FI_CONNREQ
+	// is still unread goes with the event (dropped in close()); one the application read
+	// stays, as it may still pass the handle: fi_endpoint then fails cleanly on the closed
+	// socket, fi_reject frees it.
 	for (ConnRequest *r : delivered_) {
 		int fd = r->take_fd();
-		if (fd >= 0)
+		if (fd >= 0) {
+			send_cm_message(fd, CmType::reject, nullptr, 0);
 			::close(fd);
+		}
 		r->set_owner(nullptr);
+		if (std::find(unread_.begin(), unread_.end(), r) != unread_.end())
+			delete r;
 	}
 }
 
@@ -77,6 +83,20 @@ int TcpPassiveEndpoint::close()
 {
 	if (busy())
 		return -FI_EBUSY;
+	// Our unread FI_CONNREQ events go, like a closed endpoint's events: read later, their
+	// handles would name requests nobody can answer any more. Under the engine lock, so no
+	// progress pass reports another one meanwhile.
+	{
+		util::LockGuard guard(fabric().engine().lock());
+		if (eq())
+			eq()->discard_events_of(&pep_fid()->fid, [this](struct fi_info *info) {
+				auto *request = info->handle
+					? util::fid_cast<ConnRequest>(info->handle, FI_CLASS_CONNREQ)
+					: nullptr;
+				if (request)
+					unread_.push_back(request);
+			});
+	}
 	// The destructor unregisters the sockets under the engine lock, so no progress pass
 	// can be dispatching to this object while it goes away.
 	return util::PassiveEndpoint::close();

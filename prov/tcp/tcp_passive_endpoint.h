@@ -66,6 +66,7 @@ private:
 	bool accept_paused_ = false;           // listening socket not polled (too many unconsumed)
 	std::vector<Incoming> reading_;        // accepted, CM request still arriving
 	std::vector<ConnRequest *> delivered_; // reported in FI_CONNREQ, not yet consumed
+	std::vector<ConnRequest *> unread_;    // of those, the ones whose event close() dropped
 };
 
 } // namespace tcp

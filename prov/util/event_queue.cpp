@@ -144,11 +144,12 @@ int EventQueue::write_error(struct fid *fid, void *context, uint64_t data, int e
 	}
 }
 
-size_t EventQueue::discard_events_of(const struct fid *fid)
+size_t EventQueue::discard_events_of(const struct fid *fid,
+				     const std::function<void(struct fi_info *)> &on_info)
 {
 	LockGuard guard(lock_);
 	size_t before = events_.size();
-	std::erase_if(events_, [fid](Event &event) {
+	std::erase_if(events_, [fid, &on_info](Event &event) {
 		const struct fid *named = nullptr;
 		if (event.is_error)
 			named = event.error.fid;
@@ -157,8 +158,11 @@ size_t EventQueue::discard_events_of(const struct fid *fid)
 			std::memcpy(&named, event.bytes.data(), sizeof(named));
 		if (named != fid)
 			return false;
-		if (event.owned_info)
+		if (event.owned_info) {
+			if (on_info)
+				on_info(event.owned_info);
 			fi_freeinfo(event.owned_info);
+		}
 		return true;
 	});
 	if (events_.empty() && before)

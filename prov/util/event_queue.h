@@ -20,6 +20,7 @@
 #include <rdma/fi_eq.h>
 
 #include <deque>
+#include <functional>
 #include <vector>
 
 namespace util {
@@ -47,8 +48,10 @@ public:
 
 	// Drops the events (errors included) that name `fid`: an endpoint being closed calls it
 	// so no event referencing the closed object is read later (the memory of a closed fid
-	// may be a new endpoint's by then). Returns how many were dropped.
-	size_t discard_events_of(const struct fid *fid);
+	// may be a new endpoint's by then). Returns how many were dropped. `on_info` sees the
+	// fi_info of each dropped connection event (e.g. FI_CONNREQ) before it is freed.
+	size_t discard_events_of(const struct fid *fid,
+				 const std::function<void(struct fi_info *)> &on_info = {});
 
 	// ---- fi_ops_eq ----
 	ssize_t read(uint32_t *event, void *buf, size_t len, uint64_t flags);

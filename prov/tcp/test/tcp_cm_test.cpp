@@ -9,6 +9,8 @@
 
 #include <cstring>
 
+#include <unistd.h>
+
 using tcp_test::EqEvent;
 using tcp_test::TcpPair;
 
@@ -82,6 +84,32 @@ TEST(TcpCm, ClosingListenerReleasesUnansweredRequests)
 	fid_ep *ep = nullptr;
 	EXPECT_EQ(-FI_ECONNABORTED, fi_endpoint(pair.domain, req.info, &ep, nullptr));
 	fi_freeinfo(req.info);
+}
+
+// An FI_CONNREQ still unread when its listener closes goes with it (its handle would name a
+// request nobody can answer), and its connector is rejected rather than left waiting.
+TEST(TcpCm, ClosingListenerDropsItsUnreadRequests)
+{
+	TcpPair pair;
+	ASSERT_TRUE(pair.open());
+	ASSERT_EQ(0, fi_connect(pair.client, pair.listen_addr.data(), "hi", 2));
+	// Progress until the request is queued, without taking it.
+	alignas(fi_eq_cm_entry) uint8_t buf[sizeof(fi_eq_cm_entry) + 64];
+	uint32_t event = 0;
+	ssize_t ret = -FI_EAGAIN;
+	for (int i = 0; i < 5000 && ret == -FI_EAGAIN; i++) {
+		ret = fi_eq_read(pair.server_eq, &event, buf, sizeof(buf), FI_PEEK);
+		if (ret == -FI_EAGAIN)
+			usleep(1000);
+	}
+	ASSERT_GE(ret, static_cast<ssize_t>(sizeof(fi_eq_cm_entry)));
+	ASSERT_EQ(FI_CONNREQ, event);
+	ASSERT_EQ(0, fi_close(&pair.pep->fid));
+	pair.pep = nullptr;
+	EXPECT_EQ(-FI_EAGAIN, fi_eq_read(pair.server_eq, &event, buf, sizeof(buf), 0));
+	EqEvent err = pair.wait_eq(pair.client_eq);
+	ASSERT_EQ(-FI_EAVAIL, err.ret);
+	EXPECT_EQ(FI_ECONNREFUSED, err.error.err);
 }
 
 TEST(TcpCm, RejectWithBadHandleIsInvalid)

@@ -2,6 +2,7 @@
 
 #include "prov/tcp/tcp_endpoint.h"
 #include "prov/tcp/tcp_srx.h"
+#include "prov/util/error.h"
 
 namespace tcp {
 
@@ -15,8 +16,9 @@ int TcpDomain::endpoint(struct fi_info *info, struct fid_ep **ep, void *context)
 {
 	if (!info || !ep)
 		return -FI_EINVAL;
-	if (info->ep_attr && info->ep_attr->type != FI_EP_MSG &&
-	    info->ep_attr->type != FI_EP_UNSPEC)
+	// The application may have stored any value there: compare it as an integer.
+	if (info->ep_attr && util::raw_enum(info->ep_attr->type) != FI_EP_MSG &&
+	    util::raw_enum(info->ep_attr->type) != FI_EP_UNSPEC)
 		return -FI_EINVAL;
 	auto *e = new TcpEndpoint(*this, info, context);
 	*ep = e->ep_fid();

@@ -20,8 +20,9 @@ int TcpFabric::domain(struct fi_info *info, struct fid_domain **domain, void *co
 {
 	if (!info || !domain || !info->domain_attr)
 		return -FI_EINVAL;
-	if (info->ep_attr && info->ep_attr->type != FI_EP_MSG &&
-	    info->ep_attr->type != FI_EP_UNSPEC)
+	// The application may have stored any value there: compare it as an integer.
+	if (info->ep_attr && util::raw_enum(info->ep_attr->type) != FI_EP_MSG &&
+	    util::raw_enum(info->ep_attr->type) != FI_EP_UNSPEC)
 		return -FI_EINVAL;
 	auto *d = new TcpDomain(*this, info, context);
 	*domain = d->domain_fid();

@@ -2,6 +2,7 @@
 
 #include "prov/tcp/tcp_interfaces.h"
 #include "prov/tcp/tcp_provider.h"
+#include "prov/util/error.h"
 
 #include <netdb.h>
 
@@ -125,10 +126,11 @@ uint64_t mr_mode_for(const fi_info *hints)
 fi_progress progress_for(const fi_info *hints, bool data)
 {
 	if (hints && hints->domain_attr) {
-		fi_progress p = data ? hints->domain_attr->data_progress
-				     : hints->domain_attr->control_progress;
+		// Hints are the application's: any value may be there, so compare integers.
+		unsigned p = util::raw_enum(data ? hints->domain_attr->data_progress
+					       : hints->domain_attr->control_progress);
 		if (p == FI_PROGRESS_AUTO || p == FI_PROGRESS_MANUAL)
-			return p;
+			return static_cast<fi_progress>(p);
 	}
 	return FI_PROGRESS_MANUAL;
 }
@@ -264,8 +266,8 @@ int get_infos(uint32_t version, const char *node, const char *service, uint64_t 
 	uint32_t format = hints ? hints->addr_format : static_cast<uint32_t>(FI_FORMAT_UNSPEC);
 	if (!family_allowed(format, AF_INET) && !family_allowed(format, AF_INET6))
 		return -FI_ENODATA;
-	if (hints && hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC &&
-	    hints->ep_attr->type != FI_EP_MSG)
+	if (hints && hints->ep_attr && util::raw_enum(hints->ep_attr->type) != FI_EP_UNSPEC &&
+	    util::raw_enum(hints->ep_attr->type) != FI_EP_MSG)
 		return -FI_ENODATA;
 
 	Endpoints where;

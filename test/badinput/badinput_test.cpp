@@ -426,6 +426,43 @@ TEST_F(BadInputMsg, DataAndConnectionCalls)
 		{"fi_sendmsg msg=NULL", -FI_EINVAL, [=] { return (long)fi_sendmsg(ep, nullptr, 0); }},
 		{"fi_write len > max_msg_size", kSizeError,
 		 [=] { return (long)fi_write(ep, buf, too_long, nullptr, 0, 0, 1, nullptr); }},
+		// Enum fields of an application's info holding values the API does not define.
+		{"fi_endpoint (tcp) ep type 99", -FI_EINVAL,
+		 [&] {
+			 fi_info *odd = fi_dupinfo(info);
+			 int v = 99;
+			 memcpy(&odd->ep_attr->type, &v, sizeof(v));
+			 fid_ep *fresh = nullptr;
+			 long r = fi_endpoint(a.domain, odd, &fresh, nullptr);
+			 if (r == 0)
+				 fi_close(&fresh->fid);
+			 fi_freeinfo(odd);
+			 return r;
+		 }},
+		{"fi_domain (tcp) ep type -3", -FI_EINVAL,
+		 [&] {
+			 fi_info *odd = fi_dupinfo(info);
+			 int v = -3;
+			 memcpy(&odd->ep_attr->type, &v, sizeof(v));
+			 fid_domain *fresh = nullptr;
+			 long r = fi_domain(a.fabric, odd, &fresh, nullptr);
+			 if (r == 0)
+				 fi_close(&fresh->fid);
+			 fi_freeinfo(odd);
+			 return r;
+		 }},
+		{"fi_getinfo (tcp) data progress 7", -FI_ENODATA,
+		 [] {
+			 fi_info *hints = fi_allocinfo();
+			 hints->fabric_attr->prov_name = strdup("tcp");
+			 int v = 7;
+			 memcpy(&hints->domain_attr->data_progress, &v, sizeof(v));
+			 fi_info *out = nullptr;
+			 long r = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", nullptr, FI_SOURCE, hints, &out);
+			 fi_freeinfo(hints);
+			 fi_freeinfo(out);
+			 return r;
+		 }},
 		{"fi_connect addr=NULL", kAnyError,
 		 [&] {
 			 fid_ep *fresh = nullptr;

@@ -299,6 +299,16 @@ void VerbsEndpoint::drain_outstanding_requests()
 int VerbsEndpoint::close()
 {
 	closing_ = true;
+	// A CM event being handled now finishes before we take lock_; later ones see closing_.
+	VerbsEventQueue *deferred_eq = nullptr;
+	{
+		std::lock_guard<std::mutex> guard(lock_);
+		deferred_eq = deferred_eq_;
+	}
+	// Not under lock_: the EQ takes its lock, then ours, when it calls settle_deferred.
+	if (deferred_eq)
+		deferred_eq->forget(this);
+	linger_until_peer_answers();
 	{
 		std::lock_guard<std::mutex> guard(lock_);
 		// A connection request taken but never accepted: tell the peer now rather than

@@ -5,6 +5,7 @@
 #define OFI_PROV_VERBS_ENDPOINT_H
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -46,6 +47,8 @@ public:
 
 	// Completions of a closing endpoint are dropped instead of reported.
 	bool closing() const override { return closing_.load(); }
+	bool settle_deferred(VerbsEventQueue &eq, std::chrono::steady_clock::time_point now) override;
+	std::chrono::steady_clock::time_point deadline() const override { return disconnect_due_; }
 	void release_request(VerbsRequest *request) override;
 
 	// The OFI_FLOW_CTRL_OPS_NAME extension (prov/util/flow_ctrl_ops.h), handed out by the
@@ -129,6 +132,8 @@ private:
 	void fail_connection_locked(VerbsEventQueue &eq, int err, int prov_errno,
 				    std::vector<uint8_t> data = {});
 	void on_route_resolved_locked(VerbsEventQueue &eq);
+	void answer_peer_disconnect_locked(VerbsEventQueue &eq);
+	void linger_until_peer_answers();
 	void drain_outstanding_requests();
 	ssize_t post_recv(const struct iovec *iov, void **desc, size_t count, void *context,
 			  uint64_t flags);
@@ -168,6 +173,12 @@ private:
 	std::atomic<bool> closing_{false};
 	bool enabled_ = false;
 	bool shutdown_reported_ = false;
+	// The peer disconnected while sends were in flight: the answer (which flushes the QP)
+	// waits until they complete or disconnect_due_ passes. See on_cm_event.
+	bool disconnect_deferred_ = false;
+	std::chrono::steady_clock::time_point disconnect_due_{};
+	VerbsEventQueue *deferred_eq_ = nullptr; // the EQ asked to call settle_deferred
+	std::atomic<bool> peer_answered_{false};  // DISCONNECTED seen while closing
 	bool connreq_taken_ = false;     // id_ came from a connection request
 	struct rdma_cm_id *id_ = nullptr;
 	struct ibv_qp *qp_ = nullptr;

@@ -2,7 +2,9 @@
 // asynchronously (the EQ drives it), creates its QP once the route names the device, and
 // connects; the passive side accepts on the id taken from the connection request.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "prov/verbs/verbs_cm_data.h"
 #include "prov/verbs/verbs_domain.h"
@@ -16,6 +18,15 @@ namespace {
 constexpr int kResolveTimeoutMs = 2000;
 // Retries of transport errors; those of receiver-not-ready NAKs are FI_VERBS_RNR_RETRY.
 constexpr uint8_t kRetryCount = 7;
+// How long the answer to a peer's disconnect waits for our sends in flight (on_cm_event).
+// An acknowledgement that was sent arrives within milliseconds even under emulation; one
+// that was never sent will not come, and those sends are flushed when this passes.
+constexpr auto kPeerDisconnectGrace = std::chrono::seconds(1);
+// How long closing a connected endpoint keeps its QP working for the peer's answer to the
+// disconnect request (linger_until_peer_answers): long enough for an acknowledgement our
+// QP still owes to get out, short because a peer that does not read its EQ (busy, or
+// closing its connections one by one) costs the whole of it per connection.
+constexpr auto kCloseLinger = std::chrono::milliseconds(500);
 
 size_t sockaddr_size(const struct sockaddr *sa)
 {
@@ -176,11 +187,78 @@ void VerbsEndpoint::on_route_resolved_locked(VerbsEventQueue &eq)
 	state_ = State::Connecting;
 }
 
+void VerbsEndpoint::answer_peer_disconnect_locked(VerbsEventQueue &eq)
+{
+	disconnect_deferred_ = false;
+	// Answer the peer's disconnect request so neither side waits for a timeout.
+	rdma_disconnect(id_);
+	if (!shutdown_reported_) {
+		shutdown_reported_ = true;
+		eq.push_cm_entry(FI_SHUTDOWN, &fid_.pub.fid, nullptr, {});
+	}
+}
+
+bool VerbsEndpoint::settle_deferred(VerbsEventQueue &eq, std::chrono::steady_clock::time_point now)
+{
+	std::lock_guard<std::mutex> guard(lock_);
+	if (closing_ || !disconnect_deferred_)
+		return true;
+	size_t in_flight = tx_pool_.in_use();
+	if (in_flight && now < disconnect_due_)
+		return false;
+	auto waited = std::chrono::duration_cast<std::chrono::microseconds>(
+		now - (disconnect_due_ - kPeerDisconnectGrace));
+	if (in_flight)
+		VERBS_INFO(FI_LOG_EP_CTRL, "%zu send(s) still unacknowledged %lld us after the peer "
+			   "disconnected: they are flushed\n", in_flight,
+			   static_cast<long long>(waited.count()));
+	else
+		VERBS_INFO(FI_LOG_EP_CTRL, "the sends in flight completed %lld us after the peer "
+			   "disconnected\n", static_cast<long long>(waited.count()));
+	answer_peer_disconnect_locked(eq);
+	return true;
+}
+
+// Closing a connected endpoint: the disconnect request goes out while our QP still works,
+// and the QP is flushed only once the peer answered (or kCloseLinger passed). A QP moved to
+// the error state drops the acknowledgement of a message it has just received (rxe builds it
+// right after posting the receive completion, which the application may already have read
+// and acted on by closing): the peer's send of that message then failed although we had it
+// (Debian's fi_pingpong over verbs;ofi_rxm: the client's final send, FI_ECANCELED). The peer
+// answers once its sends are acknowledged (on_cm_event, DISCONNECTED).
+void VerbsEndpoint::linger_until_peer_answers()
+{
+	VerbsEventQueue *eq = nullptr;
+	{
+		std::lock_guard<std::mutex> guard(lock_);
+		if (!id_ || !qp_ || !eq_ || state_ != State::Connected)
+			return;
+		state_ = State::Shutdown;
+		eq = eq_;
+		// rdma_disconnect moves id->qp to the error state itself: hide our QP from it.
+		id_->qp = nullptr;
+		int ret = rdma_disconnect(id_);
+		id_->qp = qp_;
+		if (ret)
+			return;
+	}
+	auto deadline = std::chrono::steady_clock::now() + kCloseLinger;
+	while (!peer_answered_ && std::chrono::steady_clock::now() < deadline) {
+		eq->progress();
+		if (!peer_answered_)
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	}
+}
+
 void VerbsEndpoint::on_cm_event(const struct rdma_cm_event &event, VerbsEventQueue &eq)
 {
 	std::lock_guard<std::mutex> guard(lock_);
-	if (closing_)
+	if (closing_) {
+		// The peer's answer to the disconnect request of our close (linger_until_peer_answers).
+		if (event.event == RDMA_CM_EVENT_DISCONNECTED)
+			peer_answered_ = true;
 		return;
+	}
 	const struct rdma_conn_param &conn = event.param.conn;
 	switch (event.event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
@@ -219,15 +297,27 @@ void VerbsEndpoint::on_cm_event(const struct rdma_cm_event &event, VerbsEventQue
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 		fail_connection_locked(eq, FI_ECONNREFUSED, event.status);
 		break;
-	case RDMA_CM_EVENT_DISCONNECTED:
-		// Answer the peer's disconnect request so neither side waits for a timeout.
-		rdma_disconnect(id_);
+	case RDMA_CM_EVENT_DISCONNECTED: {
+		// No new sends from here on; those already posted may still be acknowledged.
 		state_ = State::Shutdown;
-		if (!shutdown_reported_) {
-			shutdown_reported_ = true;
-			eq.push_cm_entry(FI_SHUTDOWN, &fid_.pub.fid, nullptr, {});
+		size_t in_flight = tx_pool_.in_use();
+		VERBS_INFO(FI_LOG_EP_CTRL, "peer disconnected with %zu send(s) in flight\n", in_flight);
+		// Our answer moves the QP to the error state, which flushes every send not yet
+		// acknowledged. A peer closes as soon as it has our last message, and its
+		// disconnect request can overtake the acknowledgement of that message (seen on
+		// Soft-RoCE under load: fi_pingpong's final send then failed with FI_ECANCELED
+		// although the peer had received it). So the answer waits, boundedly, for the
+		// sends in flight to complete.
+		if (in_flight && !disconnect_deferred_) {
+			disconnect_deferred_ = true;
+			disconnect_due_ = std::chrono::steady_clock::now() + kPeerDisconnectGrace;
+			deferred_eq_ = &eq;
+			eq.defer(this);
+			break;
 		}
+		answer_peer_disconnect_locked(eq);
 		break;
+	}
 	default:
 		VERBS_INFO(FI_LOG_EP_CTRL, "CM event %s ignored\n", rdma_event_str(event.event));
 		break;

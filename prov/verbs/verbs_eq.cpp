@@ -4,8 +4,10 @@
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -68,14 +70,17 @@ int VerbsEventQueue::open(VerbsFabric *fabric, struct fi_eq_attr *attr, struct f
 	self->channel_ = rdma_create_event_channel();
 	self->ready_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	self->wait_fd_ = epoll_create1(EPOLL_CLOEXEC);
+	self->timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	bool ok = self->channel_ && self->ready_fd_ >= 0 && self->wait_fd_ >= 0 &&
+		  self->timer_fd_ >= 0 &&
 		  fcntl(self->channel_->fd, F_SETFL,
 			fcntl(self->channel_->fd, F_GETFL) | O_NONBLOCK) == 0;
 	if (ok) {
 		struct epoll_event watch {};
 		watch.events = EPOLLIN;
 		ok = epoll_ctl(self->wait_fd_, EPOLL_CTL_ADD, self->channel_->fd, &watch) == 0 &&
-		     epoll_ctl(self->wait_fd_, EPOLL_CTL_ADD, self->ready_fd_, &watch) == 0;
+		     epoll_ctl(self->wait_fd_, EPOLL_CTL_ADD, self->ready_fd_, &watch) == 0 &&
+		     epoll_ctl(self->wait_fd_, EPOLL_CTL_ADD, self->timer_fd_, &watch) == 0;
 	}
 	if (!ok) {
 		VERBS_WARN(FI_LOG_EQ, "cannot create the rdma_cm event channel: %s\n",
@@ -98,6 +103,8 @@ VerbsEventQueue::~VerbsEventQueue()
 		::close(ready_fd_);
 	if (wait_fd_ >= 0)
 		::close(wait_fd_);
+	if (timer_fd_ >= 0)
+		::close(timer_fd_);
 }
 
 int VerbsEventQueue::close()
@@ -182,6 +189,58 @@ void VerbsEventQueue::process_cm_events_locked()
 			target->on_cm_event(*event, *this);
 		rdma_ack_cm_event(event);
 	}
+	settle_deferred_locked();
+}
+
+void VerbsEventQueue::defer(CmEventTarget *target)
+{
+	if (std::find(deferred_.begin(), deferred_.end(), target) == deferred_.end())
+		deferred_.push_back(target);
+	arm_deferred_timer_locked();
+}
+
+void VerbsEventQueue::forget(CmEventTarget *target)
+{
+	std::lock_guard<std::recursive_mutex> guard(lock_);
+	deferred_.erase(std::remove(deferred_.begin(), deferred_.end(), target), deferred_.end());
+	arm_deferred_timer_locked();
+}
+
+void VerbsEventQueue::settle_deferred_locked()
+{
+	if (deferred_.empty())
+		return;
+	auto now = std::chrono::steady_clock::now();
+	// A settling target may queue entries but never defers again from here.
+	std::vector<CmEventTarget *> waiting;
+	waiting.swap(deferred_);
+	for (CmEventTarget *target : waiting)
+		if (!target->settle_deferred(*this, now))
+			deferred_.push_back(target);
+	arm_deferred_timer_locked();
+}
+
+// The timer in the wait fd's set fires at the earliest deadline of the deferred targets, so
+// a waiter (fi_eq_sread, or an app polling the FI_GETWAIT fd) wakes when one is due.
+void VerbsEventQueue::arm_deferred_timer_locked()
+{
+	struct itimerspec when {};
+	if (!deferred_.empty()) {
+		auto first = deferred_.front()->deadline();
+		for (CmEventTarget *target : deferred_)
+			first = std::min(first, target->deadline());
+		// steady_clock is CLOCK_MONOTONIC.
+		auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(first.time_since_epoch()).count();
+		when.it_value.tv_sec = ns / 1000000000;
+		when.it_value.tv_nsec = ns % 1000000000;
+		if (when.it_value.tv_sec == 0 && when.it_value.tv_nsec == 0)
+			when.it_value.tv_nsec = 1; // all zero would disarm it
+	}
+	timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &when, nullptr);
+	uint64_t expirations; // a fired timer stays readable until read
+	if (deferred_.empty())
+		while (::read(timer_fd_, &expirations, sizeof(expirations)) > 0) {
+		}
 }
 
 ssize_t VerbsEventQueue::read_locked(uint32_t *event, void *buf, size_t len, uint64_t flags)
@@ -301,6 +360,12 @@ const char *VerbsEventQueue::strerror(int prov_errno, const void *err_data, char
 		return buf;
 	}
 	return text;
+}
+
+void VerbsEventQueue::progress()
+{
+	std::lock_guard<std::recursive_mutex> guard(lock_);
+	process_cm_events_locked();
 }
 
 int VerbsEventQueue::trywait()

@@ -5,6 +5,7 @@
 #define OFI_PROV_VERBS_EQ_H
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <mutex>
 #include <vector>
@@ -26,6 +27,14 @@ public:
 	virtual ~CmEventTarget() = default;
 	// Called with the EQ locked, before the event is acked; must not destroy event->id.
 	virtual void on_cm_event(const struct rdma_cm_event &event, VerbsEventQueue &eq) = 0;
+	// For a target that put off its answer to an event (VerbsEventQueue::defer): called on
+	// every EQ read and wait with the EQ locked; true once it has answered (it is then
+	// forgotten). `now` is past deadline() when the wait is over.
+	virtual bool settle_deferred(VerbsEventQueue &, std::chrono::steady_clock::time_point)
+	{
+		return true;
+	}
+	virtual std::chrono::steady_clock::time_point deadline() const { return {}; }
 };
 
 class VerbsEventQueue {
@@ -48,11 +57,18 @@ public:
 	ssize_t sread(uint32_t *event, void *buf, size_t len, int timeout, uint64_t flags);
 	const char *strerror(int prov_errno, const void *err_data, char *buf, size_t len);
 	int trywait();
+	// Processes the CM events there are (as a read does), without taking an entry.
+	void progress();
 
 	// For CM handlers (EQ lock held): queue an fi_eq_cm_entry or an error entry.
 	void push_cm_entry(uint32_t event, struct fid *fid, struct fi_info *info,
 			   const std::vector<uint8_t> &data);
 	void push_error(struct fid *fid, int err, int prov_errno, std::vector<uint8_t> err_data);
+	// A target whose answer to an event waits (EQ lock held): asked again on every read
+	// and wait until it settles; the wait fd becomes readable at its deadline.
+	void defer(CmEventTarget *target);
+	// A closing target is never asked again once this returns.
+	void forget(CmEventTarget *target);
 
 private:
 	using Holder = FidHolder<struct fid_eq, VerbsEventQueue>;
@@ -69,15 +85,19 @@ private:
 	void process_cm_events_locked();
 	ssize_t read_locked(uint32_t *event, void *buf, size_t len, uint64_t flags);
 	void update_ready_fd_locked();
+	void settle_deferred_locked();
+	void arm_deferred_timer_locked();
 
 	Holder fid_;
 	VerbsFabric *fabric_ = nullptr;
 	struct rdma_event_channel *channel_ = nullptr;
 	int ready_fd_ = -1;   // eventfd, readable while entries are queued
-	int wait_fd_ = -1;    // epoll over the channel fd and ready_fd_: the app's wait fd
+	int wait_fd_ = -1;    // epoll over the channel fd, ready_fd_ and timer_fd_: the app's wait fd
+	int timer_fd_ = -1;   // fires when a deferred target is due (arm_deferred_timer_locked)
 	bool ready_signalled_ = false;
 	std::recursive_mutex lock_;
 	std::deque<Entry> entries_;
+	std::vector<CmEventTarget *> deferred_;
 	std::vector<uint8_t> last_err_data_; // err_data handed out by readerr
 };
 

@@ -56,25 +56,19 @@ int RxmCntr::close()
 
 void RxmCntr::attach(RxmEndpoint *ep)
 {
-	std::lock_guard guard(eps_lock_);
-	eps_.push_back(ep);
+	add_bound_ep(ep);
 	ref();
 }
 
 void RxmCntr::detach(RxmEndpoint *ep)
 {
-	std::lock_guard guard(eps_lock_);
-	auto it = std::find(eps_.begin(), eps_.end(), ep);
-	if (it != eps_.end()) {
-		eps_.erase(it);
+	if (remove_bound_ep(ep))
 		unref();
-	}
 }
 
 void RxmCntr::progress()
 {
-	for (RxmEndpoint *ep : bound_eps())
-		ep->progress();
+	for_each_bound_ep([](RxmEndpoint *ep) { ep->progress(); });
 }
 
 void RxmCntr::changed()
@@ -172,12 +166,6 @@ int RxmCntr::wait(uint64_t threshold, int timeout)
 int RxmCntr::control(int command, void *arg)
 {
 	return rxm_wait_control(command, arg, wait_obj_);
-}
-
-std::vector<RxmEndpoint *> RxmCntr::bound_eps()
-{
-	std::lock_guard guard(eps_lock_);
-	return eps_;
 }
 
 int RxmCntr::trywait_all()

@@ -42,8 +42,6 @@ public:
 	bool has_events() override { return changed_.load(std::memory_order_acquire); }
 	bool cores_quiet() override;
 	int trywait_all();
-	// A copy of the bound endpoints, taken under eps_lock_.
-	std::vector<RxmEndpoint *> bound_eps();
 	bool wants_wait_fd() const { return wait_obj_ != FI_WAIT_NONE; }
 
 	void attach(RxmEndpoint *ep);
@@ -63,8 +61,6 @@ private:
 	enum fi_wait_obj wait_obj_;
 	std::mutex event_lock_;  // orders eventfd set/clear
 	std::atomic<bool> changed_{false};
-	std::mutex eps_lock_;
-	std::vector<RxmEndpoint *> eps_;
 };
 
 } // namespace rxm

@@ -69,42 +69,19 @@ int RxmCq::close()
 
 void RxmCq::attach(RxmEndpoint *ep)
 {
-	std::lock_guard guard(eps_lock_);
-	eps_.push_back(ep);
+	add_bound_ep(ep);
 	ref();
 }
 
 void RxmCq::detach(RxmEndpoint *ep)
 {
-	std::lock_guard guard(eps_lock_);
-	auto it = std::find(eps_.begin(), eps_.end(), ep);
-	if (it != eps_.end()) {
-		eps_.erase(it);
+	if (remove_bound_ep(ep))
 		unref();
-	}
 }
 
 void RxmCq::progress()
 {
-	// Copy so that an endpoint may detach itself while progressing (closing a connection).
-	RxmEndpoint *eps[8];
-	std::vector<RxmEndpoint *> many;
-	size_t n;
-	{
-		std::lock_guard guard(eps_lock_);
-		n = eps_.size();
-		if (n <= 8)
-			std::copy(eps_.begin(), eps_.end(), eps);
-		else
-			many = eps_;
-	}
-	if (n <= 8) {
-		for (size_t i = 0; i < n; i++)
-			eps[i]->progress();
-	} else {
-		for (RxmEndpoint *ep : many)
-			ep->progress();
-	}
+	for_each_bound_ep([](RxmEndpoint *ep) { ep->progress(); });
 }
 
 void RxmCq::write(void *context, uint64_t flags, size_t len, void *buf, uint64_t data,
@@ -277,12 +254,6 @@ int RxmCq::control(int command, void *arg)
 {
 	std::lock_guard guard(lock_);
 	return rxm_wait_control(command, arg, wait_obj_);
-}
-
-std::vector<RxmEndpoint *> RxmCq::bound_eps()
-{
-	std::lock_guard guard(eps_lock_);
-	return eps_;
 }
 
 int RxmCq::trywait_all()

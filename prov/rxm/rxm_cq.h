@@ -48,8 +48,6 @@ public:
 	bool cores_quiet() override;
 	// fi_trywait on the rxm fabric: progress, then ask the cores whether blocking is safe.
 	int trywait_all();
-	// A copy of the bound endpoints, taken under eps_lock_.
-	std::vector<RxmEndpoint *> bound_eps();
 	bool wants_wait_fd() const { return wait_obj_ != FI_WAIT_NONE; }
 
 	// Endpoint side.
@@ -79,8 +77,6 @@ private:
 	std::mutex lock_;
 	std::deque<Entry> entries_;
 	std::deque<fi_cq_err_entry> errors_;
-	std::mutex eps_lock_;
-	std::vector<RxmEndpoint *> eps_;
 	std::atomic<size_t> pending_{0};  // entries + errors, readable without the lock
 };
 

@@ -1,4 +1,5 @@
-// RxmWaitable: what rxm's CQs and counters add to util::Waitable.
+// RxmWaitable: what rxm's CQs and counters add to util::Waitable: the list of bound
+// endpoints whose progress they drive, and the core fds a blocked reader sleeps on.
 //
 // A blocked reader must wake up when the cores behind the bound endpoints have something:
 // their wait fds (core CQ, core EQ, connection timer) are polled together with this object's
@@ -25,8 +26,54 @@
 
 namespace rxm {
 
+class RxmEndpoint;
+
 class RxmWaitable : public util::Waitable {
 public:
+	// The endpoints bound to this CQ or counter, whose progress it drives.
+	void add_bound_ep(RxmEndpoint *ep)
+	{
+		std::lock_guard guard(eps_lock_);
+		eps_.push_back(ep);
+	}
+	// False when ep was not bound.
+	bool remove_bound_ep(RxmEndpoint *ep)
+	{
+		std::lock_guard guard(eps_lock_);
+		auto it = std::find(eps_.begin(), eps_.end(), ep);
+		if (it == eps_.end())
+			return false;
+		eps_.erase(it);
+		return true;
+	}
+	// A copy, so that an endpoint may detach itself while progressing (closing a connection).
+	std::vector<RxmEndpoint *> bound_eps()
+	{
+		std::lock_guard guard(eps_lock_);
+		return eps_;
+	}
+	// Calls f on a copy of the list, like bound_eps(), without allocating for up to 8
+	// endpoints: this runs on every CQ read.
+	template <class F> void for_each_bound_ep(F f)
+	{
+		RxmEndpoint *few[8];
+		std::vector<RxmEndpoint *> many;
+		RxmEndpoint **eps = few;
+		size_t n;
+		{
+			std::lock_guard guard(eps_lock_);
+			n = eps_.size();
+			if (n <= 8) {
+				std::copy(eps_.begin(), eps_.end(), few);
+			} else {
+				many = eps_;
+				eps = many.data();
+			}
+		}
+		for (size_t i = 0; i < n; i++)
+			f(eps[i]);
+	}
+
 	void add_polled_source() { polled_sources_.fetch_add(1); }
 	void remove_polled_source() { polled_sources_.fetch_sub(1); }
 
@@ -109,6 +156,8 @@ protected:
 	virtual bool cores_quiet() = 0;
 
 private:
+	std::mutex eps_lock_;
+	std::vector<RxmEndpoint *> eps_;
 	std::atomic<int> polled_sources_{0};
 	std::mutex core_fds_lock_;
 	std::vector<int> core_fds_;

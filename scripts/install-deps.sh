@@ -8,6 +8,7 @@ packages=(g++ make autoconf automake libtool pkg-config libgtest-dev
 	libfabric-dev                  # reference headers for the ABI test
 	libfabric-bin                  # Debian's unmodified fi_info / fi_pingpong as test clients
 	openmpi-bin libopenmpi-dev     # Open MPI's ofi MTL over tcp;ofi_rxm (test/mpi)
+	iproute2                       # ss: test scripts wait for a server to listen
 	python3 groff-base man-db "$@")
 
 missing=()

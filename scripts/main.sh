@@ -20,7 +20,8 @@ echo "== fi_info -p 'tcp;ofi_rxm' -e FI_EP_RDM"
 
 echo "== fi_pingpong -p 'tcp;ofi_rxm' -e rdm on 127.0.0.1:$port ($pingpong)"
 "$pingpong" -p "tcp;ofi_rxm" -e rdm -B "$port" -I 1000 -S all & server=$!
-sleep 1
+. "$top/test/wait_listen.sh"
+wait_listen "$port" || true  # the client then fails and says why
 status=0
 timeout 300 "$pingpong" -p "tcp;ofi_rxm" -e rdm -P "$port" -I 1000 -S all 127.0.0.1 || status=$?
 wait "$server" || status=$?

@@ -8,6 +8,7 @@ set -u
 ours=${1:?usage: $0 OUR_FI_PINGPONG [LIBDIR]}
 libdir=${2:-}
 theirs=/usr/bin/fi_pingpong
+. "$(dirname "$0")/../../test/wait_listen.sh"
 [ -x "$theirs" ] || { echo "no $theirs (package libfabric-bin)"; exit 77; }
 port=$((22900 + ($$ % 40) * 2))
 passed=0 failed=0
@@ -19,7 +20,7 @@ run_pair() { # server client provider args...
 	log=$(mktemp /tmp/pp-interop.XXXXXX)
 	LD_LIBRARY_PATH=$libdir timeout 60 "$server" -p "$prov" -B $port "$@" > "$log.s" 2>&1 &
 	local spid=$!
-	sleep 0.3
+	wait_listen $port
 	LD_LIBRARY_PATH=$libdir timeout 60 "$client" -p "$prov" -P $port "$@" 127.0.0.1 > "$log.c" 2>&1
 	local crc=$?
 	wait $spid

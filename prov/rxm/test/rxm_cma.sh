@@ -12,6 +12,7 @@ PP="$top_builddir/fabtests/benchmarks/fi_msg_pingpong"
 [ -x "$PP" ] || { echo "SKIP: $PP not built"; exit 77; }
 LD_LIBRARY_PATH="$top_builddir/.libs"
 export LD_LIBRARY_PATH
+. "$(dirname "$0")/../../../test/wait_listen.sh"
 export FI_LOG_LEVEL=info FI_LOG_PROV=ofi_rxm
 PULLED="rendezvous data pulled by process_vm_readv"
 REFUSED="not proved"
@@ -33,7 +34,7 @@ run() {
 		# shellcheck disable=SC2086
 		env $srv_pre timeout 60 "$PP" $args -B $port >>"$dir/$name.srv" 2>&1 &
 		server=$!
-		sleep 0.3
+		wait_listen $port
 		# shellcheck disable=SC2086
 		if ! env $cli_pre timeout 50 "$PP" $args -P $port 127.0.0.1 >>"$dir/$name.cli" 2>&1
 		then

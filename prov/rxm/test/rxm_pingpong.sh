@@ -6,6 +6,7 @@ PINGPONG=/usr/bin/fi_pingpong
 [ -n "$top_builddir" ] || top_builddir=$(cd "$(dirname "$0")/../../.." && pwd)
 LD_LIBRARY_PATH="$top_builddir/.libs"
 export LD_LIBRARY_PATH
+. "$(dirname "$0")/../../../test/wait_listen.sh"
 
 port=21100
 status=0
@@ -14,7 +15,7 @@ for mode in msg tagged; do
 	log=$(mktemp)
 	timeout 120 "$PINGPONG" -p "tcp;ofi_rxm" -e rdm -m $mode -S all -I 2 -c -B $port >"$log" 2>&1 &
 	server=$!
-	sleep 0.5
+	wait_listen $port
 	if ! timeout 110 "$PINGPONG" -p "tcp;ofi_rxm" -e rdm -m $mode -S all -I 2 -c -P $port \
 		127.0.0.1; then
 		echo "FAIL: client, mode $mode"

@@ -11,20 +11,13 @@ LIBDIR="${top_builddir:-.}/.libs"
 port=$((20100 + $$ % 800))
 workdir=$(mktemp -d) || exit 99
 trap 'rm -rf "$workdir"' EXIT
+. "$(dirname "$0")/../../../test/wait_listen.sh"
 
 run_pair() {
 	LD_LIBRARY_PATH="$LIBDIR" timeout 120 "$PINGPONG" -p tcp -e msg "$@" -B "$port" \
 		>"$workdir/server.log" 2>&1 &
 	server=$!
-	# Wait until the server's control socket listens (at most ~5 s).
-	i=0
-	while [ $i -lt 50 ]; do
-		if command -v ss >/dev/null 2>&1; then
-			ss -ltn "sport = :$port" 2>/dev/null | grep -q ":$port" && break
-		fi
-		sleep 0.1
-		i=$((i + 1))
-	done
+	wait_listen "$port"
 	LD_LIBRARY_PATH="$LIBDIR" timeout 120 "$PINGPONG" -p tcp -e msg "$@" -P "$port" \
 		127.0.0.1 >"$workdir/client.log" 2>&1
 	client_rc=$?

@@ -145,7 +145,8 @@ def write(cfg, run, out_path):
            "first send). connect ms: from opening the fabric to all N send completions. "
            "hub KiB/peer: growth of the hub's anonymous RSS (RssAnon: heap and mappings, not shared-library code pages) while the N peers connected, / N. "
            "client KiB/endpoint: anonymous RSS growth of the other process for its N endpoints and "
-           "connections, / N. Runs of a library stop growing N once the next one would "
+           "connections, / N. Each figure is the median of the repetitions (same count as "
+           "above), the library going first alternating. Runs of a library stop growing N once the next one would "
            "need more than 3 GiB on this shared machine or took > 20 s.", ""]
     md += tables.scale_table(run["scale"]) if run["scale"]["ours"] else ["(not run)"]
     md += [""]

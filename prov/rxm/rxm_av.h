@@ -52,8 +52,9 @@ public:
 	bool operator==(const PeerName &other) const { return view() == other.view(); }
 
 private:
+	// Aligned like a sockaddr_in6: the bytes are handed to the core as its address.
+	alignas(4) char bytes_[kCapacity] = {};
 	uint8_t len_ = 0;
-	char bytes_[kCapacity] = {};
 };
 
 struct PeerNameHash {

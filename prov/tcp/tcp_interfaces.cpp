@@ -5,6 +5,7 @@
 #include <net/if.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 namespace tcp {
@@ -51,9 +52,13 @@ socklen_t sockaddr_length(const sockaddr *sa)
 {
 	if (!sa)
 		return 0;
-	if (sa->sa_family == AF_INET)
+	// Read as bytes: an application's address need not be aligned for a sockaddr.
+	sa_family_t family;
+	memcpy(&family, reinterpret_cast<const char *>(sa) + offsetof(sockaddr, sa_family),
+	       sizeof(family));
+	if (family == AF_INET)
 		return sizeof(sockaddr_in);
-	if (sa->sa_family == AF_INET6)
+	if (family == AF_INET6)
 		return sizeof(sockaddr_in6);
 	return 0;
 }

@@ -1,0 +1,2 @@
+# Adversarial tests (samehost_identity): see test/adversarial/README.md. Owned by one author to keep
+# merges apart; add check_PROGRAMS / TESTS here.

@@ -231,7 +231,13 @@ int TcpEndpoint::shutdown(uint64_t)
 	case State::closed:
 		return 0;
 	}
+	bool had_connection = state_ != State::idle;
 	state_ = State::closed;
+	// The caller hears of its own disconnect too (as from upstream's providers): a program
+	// that shuts down and then waits for FI_SHUTDOWN on its EQ must not wait forever. The
+	// cancelled completions were written above, before the event.
+	if (had_connection && eq())
+		eq()->write_cm(FI_SHUTDOWN, &ep_fid()->fid, nullptr, nullptr, 0);
 	return 0;
 }
 

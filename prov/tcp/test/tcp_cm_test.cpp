@@ -159,6 +159,51 @@ TEST(TcpCm, ShutdownRaisesShutdownEventAtPeer)
 	EXPECT_NE(0, fi_send(pair.client, &c, 1, nullptr, 0, nullptr));
 }
 
+// fi_cm(3) as a conformance program walks it, for every CM data size: a request rejected
+// with data gives the connector FI_ECONNREFUSED carrying that data; a new endpoint connects
+// again, is accepted with data; then the server shuts down and gets FI_SHUTDOWN itself (a
+// program waiting for it hung), as does the client; one byte over the limit is -FI_EINVAL.
+TEST(TcpCm, RejectAcceptShutdownCycleForEveryCmDataSize)
+{
+	TcpPair pair;
+	ASSERT_TRUE(pair.open());
+	size_t max = 0, len = sizeof(max);
+	ASSERT_EQ(0, fi_getopt(&pair.client->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &max,
+			       &len));
+	for (size_t n = 1; n <= max; n++) {
+		SCOPED_TRACE(n);
+		std::string data(n, static_cast<char>('a' + n % 26));
+		data[n - 1] = static_cast<char>(n);
+		ASSERT_EQ(0, fi_connect(pair.client, pair.listen_addr.data(), data.data(), n));
+		EqEvent req = pair.wait_eq(pair.server_eq);
+		ASSERT_EQ(FI_CONNREQ, req.event);
+		EXPECT_EQ(data, std::string(req.data.begin(), req.data.end()));
+		ASSERT_EQ(0, fi_reject(pair.pep, req.info->handle, data.data(), n));
+		fi_freeinfo(req.info);
+		EqEvent refused = pair.wait_eq(pair.client_eq);
+		ASSERT_EQ(-FI_EAVAIL, refused.ret);
+		EXPECT_EQ(FI_ECONNREFUSED, refused.error.err);
+		EXPECT_EQ(data, std::string(refused.err_data.begin(), refused.err_data.end()));
+
+		ASSERT_TRUE(pair.open_client());
+		std::string reply(data.rbegin(), data.rend());
+		ASSERT_TRUE(pair.connect(data, reply));
+		ASSERT_EQ(0, fi_shutdown(pair.server, 0));
+		EqEvent own = pair.wait_eq(pair.server_eq);
+		EXPECT_EQ(FI_SHUTDOWN, own.event);
+		EXPECT_EQ(&pair.server->fid, own.fid);
+		EqEvent peer = pair.wait_eq(pair.client_eq);
+		EXPECT_EQ(FI_SHUTDOWN, peer.event);
+		EXPECT_EQ(&pair.client->fid, peer.fid);
+		ASSERT_EQ(0, fi_close(&pair.server->fid));
+		pair.server = nullptr;
+		ASSERT_TRUE(pair.open_client());
+	}
+	std::string over(max + 1, 'x');
+	EXPECT_EQ(-FI_EINVAL, fi_connect(pair.client, pair.listen_addr.data(), over.data(),
+					 over.size()));
+}
+
 TEST(TcpCm, PeerCloseRaisesShutdownEvent)
 {
 	TcpPair pair;

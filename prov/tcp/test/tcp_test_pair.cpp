@@ -86,13 +86,20 @@ bool TcpPair::open(fi_wait_obj cq_wait, fi_progress progress)
 	if (!ok(fi_getname(&pep->fid, listen_addr.data(), &len), "fi_getname"))
 		return false;
 	listen_addr.resize(len);
+	return open_client();
+}
 
+bool TcpPair::open_client()
+{
+	if (client)
+		fi_close(&client->fid);
+	client = nullptr;
 	// The client: an info aimed at the listener.
 	fi_info *client_info = nullptr;
 	fi_info *h = fi_dupinfo(hints);
-	h->dest_addr = malloc(len);
-	memcpy(h->dest_addr, listen_addr.data(), len);
-	h->dest_addrlen = len;
+	h->dest_addr = malloc(listen_addr.size());
+	memcpy(h->dest_addr, listen_addr.data(), listen_addr.size());
+	h->dest_addrlen = listen_addr.size();
 	h->addr_format = info->addr_format;
 	int ret = fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, h, &client_info);
 	fi_freeinfo(h);

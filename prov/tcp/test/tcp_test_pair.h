@@ -38,6 +38,9 @@ public:
 	// and the client endpoint. Returns false (with a gtest failure) on any error.
 	bool open(fi_wait_obj cq_wait = FI_WAIT_NONE,
 		  fi_progress progress = FI_PROGRESS_UNSPEC);
+	// Closes the client endpoint (if any) and opens a new one aimed at the listener (an
+	// endpoint whose connection was refused or shut down cannot connect again).
+	bool open_client();
 	// fi_connect with `data`, waits for FI_CONNREQ, opens the server endpoint, accepts with
 	// `accept_data` and waits for FI_CONNECTED on both sides.
 	bool connect(const std::string &data = "", const std::string &accept_data = "");

@@ -151,10 +151,13 @@ bool domain_matches(uint32_t version, const fi_info *info, const fi_info *hints)
 	       within(want->mr_cnt, have->mr_cnt) && caps_offered(have->caps, want->caps);
 }
 
-bool ctx_count_matches(size_t wanted, size_t offered)
+// FI_SHARED_CONTEXT asks for shared contexts, not for SIZE_MAX of them: it matches a provider
+// whose endpoints can take one (the domain's max_ep_stx_ctx / max_ep_srx_ctx), as in 1.17.
+bool ctx_count_matches(size_t wanted, size_t offered, size_t shared_per_ep)
 {
-	// FI_SHARED_CONTEXT asks for shared contexts, not for SIZE_MAX of them.
-	return wanted == FI_SHARED_CONTEXT || within(wanted, offered);
+	if (wanted == FI_SHARED_CONTEXT)
+		return shared_per_ep > 0;
+	return within(wanted, offered);
 }
 
 bool ep_matches(const fi_info *info, const fi_info *hints)
@@ -171,12 +174,14 @@ bool ep_matches(const fi_info *info, const fi_info *hints)
 		return false;
 	if (want->protocol_version && want->protocol_version > have->protocol_version)
 		return false;
+	size_t shared_tx = info->domain_attr ? info->domain_attr->max_ep_stx_ctx : 0;
+	size_t shared_rx = info->domain_attr ? info->domain_attr->max_ep_srx_ctx : 0;
 	return within(want->max_msg_size, have->max_msg_size) &&
 	       within(want->max_order_raw_size, have->max_order_raw_size) &&
 	       within(want->max_order_war_size, have->max_order_war_size) &&
 	       within(want->max_order_waw_size, have->max_order_waw_size) &&
-	       ctx_count_matches(want->tx_ctx_cnt, have->tx_ctx_cnt) &&
-	       ctx_count_matches(want->rx_ctx_cnt, have->rx_ctx_cnt);
+	       ctx_count_matches(want->tx_ctx_cnt, have->tx_ctx_cnt, shared_tx) &&
+	       ctx_count_matches(want->rx_ctx_cnt, have->rx_ctx_cnt, shared_rx);
 }
 
 bool tx_matches(const fi_info *info, const fi_info *hints)

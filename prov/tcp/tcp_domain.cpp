@@ -1,6 +1,7 @@
 #include "prov/tcp/tcp_domain.h"
 
 #include "prov/tcp/tcp_endpoint.h"
+#include "prov/tcp/tcp_info.h"
 #include "prov/tcp/tcp_srx.h"
 #include "prov/util/error.h"
 
@@ -29,8 +30,10 @@ int TcpDomain::srx_context(struct fi_rx_attr *attr, struct fid_ep **rx_ep, void 
 {
 	if (!rx_ep)
 		return -FI_EINVAL;
-	if (attr && (attr->caps & ~(FI_MSG | FI_RECV)))
-		return -FI_EOPNOTSUPP; // messages only: tcp has no tagged receives
+	// Applications pass their info's rx_attr (RMA bits included: they concern the endpoint,
+	// not its receives); only what tcp cannot receive at all (tagged, atomics...) is refused.
+	if (attr && (attr->caps & ~(kRxCaps | FI_MSG | FI_RECV)))
+		return -FI_EOPNOTSUPP;
 	auto *srx = new TcpSrx(*this, attr, context);
 	*rx_ep = srx->ep_fid();
 	return 0;

@@ -213,6 +213,10 @@ fi_info *make_info(uint32_t version, const Interface &iface, const sockaddr_stor
 	dom->rx_ctx_cnt = 8192;
 	dom->max_ep_tx_ctx = 1;
 	dom->max_ep_rx_ctx = 1;
+	// An endpoint may take its receives from one shared context (fi_srx_context); tcp has no
+	// shared transmit contexts, so hints asking for one find nothing.
+	dom->max_ep_stx_ctx = 0;
+	dom->max_ep_srx_ctx = 1;
 	dom->cntr_cnt = 0;
 	dom->mr_iov_limit = 1;
 	dom->caps = kDomainCaps;

@@ -181,7 +181,7 @@ void fill_info_attributes(struct fi_info *info, const DevicePort &port, uint32_t
 	domain->max_ep_tx_ctx = 1;
 	domain->max_ep_rx_ctx = 1;
 	domain->max_ep_stx_ctx = 0;
-	domain->max_ep_srx_ctx = 0;
+	domain->max_ep_srx_ctx = 1; // fi_srx_context: one SRQ per endpoint
 	domain->cntr_cnt = 0;
 	domain->mr_iov_limit = 1;
 	domain->caps = FI_LOCAL_COMM | FI_REMOTE_COMM;

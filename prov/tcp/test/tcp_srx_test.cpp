@@ -98,3 +98,59 @@ TEST_F(TcpSrx, RefusesWhatItCannotDo)
 	fid_ep *other = nullptr;
 	EXPECT_EQ(-FI_EOPNOTSUPP, fi_srx_context(pair.domain, &tagged, &other, nullptr));
 }
+
+// As fabtests and the system library's users do: both sides open their shared context with
+// their info's rx_attr (which names RMA capabilities too) and bind it to an active endpoint,
+// the connecting client's as well as the accepted server's. Shared transmit contexts do not
+// exist in tcp, so fi_getinfo finds nothing for them (rather than fi_stx_context failing).
+TEST(TcpSrxBothSides, ClientAndServerReceiveThroughSharedContexts)
+{
+	TcpPair pair;
+	fid_ep *client_srx = nullptr, *server_srx = nullptr;
+	pair.before_client_enable = [&](fid_ep *ep) {
+		ASSERT_EQ(0, fi_srx_context(pair.domain, pair.info->rx_attr, &client_srx, nullptr));
+		EXPECT_EQ(0, fi_ep_bind(ep, &client_srx->fid, 0));
+	};
+	pair.before_server_enable = [&](fid_ep *ep) {
+		ASSERT_EQ(0, fi_srx_context(pair.domain, pair.info->rx_attr, &server_srx, nullptr));
+		EXPECT_EQ(0, fi_ep_bind(ep, &server_srx->fid, 0));
+	};
+	ASSERT_TRUE(pair.open());
+	ASSERT_NE(nullptr, client_srx);
+	char at_client[16] = {}, at_server[16] = {};
+	ASSERT_EQ(0, fi_recv(client_srx, at_client, sizeof(at_client), nullptr, 0, at_client));
+	ASSERT_TRUE(pair.connect());
+	ASSERT_NE(nullptr, server_srx);
+	ASSERT_EQ(0, fi_recv(server_srx, at_server, sizeof(at_server), nullptr, 0, at_server));
+	fi_cq_data_entry entry{};
+	ASSERT_EQ(0, fi_send(pair.client, "ping", 5, nullptr, 0, nullptr));
+	ASSERT_EQ(1, pair.wait_cq(pair.server_cq, &entry));
+	EXPECT_EQ(at_server, entry.op_context);
+	EXPECT_STREQ("ping", at_server);
+	ASSERT_EQ(1, pair.wait_cq(pair.client_cq, &entry)); // the send
+	ASSERT_EQ(0, fi_send(pair.server, "pong", 5, nullptr, 0, nullptr));
+	ASSERT_EQ(1, pair.wait_cq(pair.client_cq, &entry));
+	EXPECT_EQ(at_client, entry.op_context);
+	EXPECT_STREQ("pong", at_client);
+	fi_close(&pair.client->fid);
+	pair.client = nullptr;
+	fi_close(&pair.server->fid);
+	pair.server = nullptr;
+	EXPECT_EQ(0, fi_close(&client_srx->fid));
+	EXPECT_EQ(0, fi_close(&server_srx->fid));
+}
+
+TEST(TcpSrxBothSides, GetinfoOffersSharedReceiveButNoSharedTransmitContexts)
+{
+	for (bool tx : {true, false}) {
+		fi_info *hints = fi_allocinfo();
+		hints->ep_attr->type = FI_EP_MSG;
+		hints->fabric_attr->prov_name = strdup("tcp");
+		(tx ? hints->ep_attr->tx_ctx_cnt : hints->ep_attr->rx_ctx_cnt) = FI_SHARED_CONTEXT;
+		fi_info *info = nullptr;
+		int ret = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", nullptr, FI_SOURCE, hints, &info);
+		EXPECT_EQ(tx ? -FI_ENODATA : 0, ret) << (tx ? "tx" : "rx");
+		fi_freeinfo(info);
+		fi_freeinfo(hints);
+	}
+}

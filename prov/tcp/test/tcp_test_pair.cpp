@@ -107,9 +107,12 @@ bool TcpPair::open_client()
 		return false;
 	ret = fi_endpoint(domain, client_info, &client, nullptr);
 	fi_freeinfo(client_info);
-	return ok(ret, "fi_endpoint") && ok(fi_ep_bind(client, &client_eq->fid, 0), "bind eq") &&
-	       ok(fi_ep_bind(client, &client_cq->fid, FI_TRANSMIT | FI_RECV), "bind cq") &&
-	       ok(fi_enable(client), "fi_enable");
+	if (!ok(ret, "fi_endpoint") || !ok(fi_ep_bind(client, &client_eq->fid, 0), "bind eq") ||
+	    !ok(fi_ep_bind(client, &client_cq->fid, FI_TRANSMIT | FI_RECV), "bind cq"))
+		return false;
+	if (before_client_enable)
+		before_client_enable(client);
+	return ok(fi_enable(client), "fi_enable");
 }
 
 bool TcpPair::connect(const std::string &data, const std::string &accept_data)

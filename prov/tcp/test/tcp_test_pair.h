@@ -64,6 +64,8 @@ public:
 	fid_ep *client = nullptr, *server = nullptr;
 	// Runs on the accepted endpoint before fi_enable (e.g. to bind counters).
 	std::function<void(fid_ep *)> before_server_enable;
+	// Runs on each new client endpoint before fi_enable (set it before open()).
+	std::function<void(fid_ep *)> before_client_enable;
 	std::vector<uint8_t> listen_addr;
 	std::string node;
 };

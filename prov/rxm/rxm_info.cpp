@@ -4,6 +4,7 @@
 
 #include "prov/rxm/rxm_provider.h"
 #include "prov/rxm/rxm_wire.h"
+#include "prov/util/error.h"
 
 #include <rdma/fi_errno.h>
 
@@ -237,6 +238,12 @@ int rxm_getinfo(uint32_t version, const char *node, const char *service, uint64_
 			ret = -FI_ENOMEM;
 			break;
 		}
+		// An application asking for automatic data progress gets it (the endpoint then
+		// runs a progress thread, RxmEndpoint::start_auto_progress); Open MPI's
+		// mtl_ofi_data_progress=auto asks so.
+		if (hints && hints->domain_attr &&
+		    util::raw_enum(hints->domain_attr->data_progress) == FI_PROGRESS_AUTO)
+			r->domain_attr->data_progress = FI_PROGRESS_AUTO;
 		*tail = r;
 		tail = &r->next;
 	}

@@ -39,8 +39,13 @@ export MPI_CHECK_LIBFABRIC_DIR="$libdir"
 export MPI_CHECK_TRACE=1
 
 status=0
-for np in 2 4; do
-	log="$work/np$np.log"
+# The last run asks for automatic data progress (fi_domain(3) FI_PROGRESS_AUTO), as
+# `--mca mtl_ofi_data_progress auto` users do: Open MPI cannot start if the provider refuses.
+for run in 2 4 2-auto; do
+	np=${run%%-*}
+	progress=manual
+	[ "$run" = 2-auto ] && progress=auto
+	log="$work/np$run.log"
 	# pml cm + mtl ofi only: with no fallback transport, if the ofi MTL cannot
 	# come up over tcp;ofi_rxm, MPI_Init fails instead of silently using the
 	# tcp BTL. Only btl self is allowed (Open MPI wants one BTL for itself);
@@ -48,7 +53,7 @@ for np in 2 4; do
 	timeout -k 10 90 mpirun --allow-run-as-root --oversubscribe -np "$np" \
 		-x LD_LIBRARY_PATH -x MPI_CHECK_LIBFABRIC_DIR -x MPI_CHECK_TRACE \
 		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "tcp;ofi_rxm" \
-		--mca btl self --mca mtl_base_verbose 100 \
+		--mca btl self --mca mtl_base_verbose 100 --mca mtl_ofi_data_progress "$progress" \
 		"$work/mpi_check" >"$log" 2>&1
 	rc=$?
 	selected=$(grep -c "select: component ofi selected" "$log")
@@ -62,7 +67,7 @@ for np in 2 4; do
 		echo "run-mpi: FAIL: $np ranks: no success line from mpi_check"
 		status=1
 	else
-		echo "run-mpi: PASS: $np ranks over ofi MTL, tcp;ofi_rxm, $libdir/libfabric.so.1"
+		echo "run-mpi: PASS: $np ranks over ofi MTL, tcp;ofi_rxm, $progress data progress, $libdir/libfabric.so.1"
 		continue
 	fi
 	grep -v "mca: base:\|mca:base:select" "$log" | tail -n 40

@@ -42,6 +42,8 @@ public:
 	virtual void rx_starved() {}
 };
 
+class Connection;
+
 // One posted receive.
 struct RxEntry {
 	void *context = nullptr;
@@ -50,6 +52,9 @@ struct RxEntry {
 	size_t iov_count = 0;
 	size_t capacity = 0;
 	size_t multi_offset = 0;      // FI_MULTI_RECV: bytes already consumed
+	// The stream filling it after taking it off a shared queue (nullptr while queued):
+	// a message that finds the queue empty looks here for a stalled holder to park.
+	Connection *holder = nullptr;
 	RxEntry *next = nullptr;
 };
 
@@ -112,7 +117,18 @@ public:
 	void push_front(RxEntry *r);   // a receive taken but not completed goes back first
 	// Unlinks the receive posted with `context` (skipping `busy`); nullptr if none.
 	RxEntry *unlink(void *context, const RxEntry *busy);
-	void release(RxEntry *r) { entries_.put(r); }
+	void release(RxEntry *r)
+	{
+		r->holder = nullptr;
+		entries_.put(r);
+	}
+	// Every receive slot ever handed out, queued, taken or free (free ones have no holder).
+	template <class Fn>
+	void for_each_slot(Fn fn)
+	{
+		for (size_t i = 0; i < entries_.made(); i++)
+			fn(entries_.at(i));
+	}
 	size_t available() const { return entries_.available(); }
 	bool empty() const { return head_ == nullptr; }
 
@@ -176,11 +192,24 @@ public:
 	bool wants_write() const { return fd_ >= 0 && !failed_ && tx_head_; }
 	// True while the socket is not read: a decoded message waits for a posted receive, or
 	// a request waits for a free response slot (freed as responses are sent).
-	bool rx_paused() const { return rx_state_ == RxState::pending; }
+	bool rx_paused() const
+	{
+		return rx_state_ == RxState::pending || rx_state_ == RxState::parked_waiting;
+	}
+
+	// A stream holding a shared receive mid-message with nothing readable now (a header
+	// whose payload has not come counts): parking it gives the receive back.
+	bool stalled_on_shared_receive() const;
+	// Moves the bytes placed so far into an allocation of exactly their size and returns
+	// the receive to the front of the shared queue; false (nothing changed) if out of memory.
+	bool park_shared_receive();
 
 private:
 	// `pending`: a decoded header waits for a posted receive or a free response slot.
-	enum class RxState { header, pending, payload };
+	// `parked`: a message stalled mid-payload gave its shared receive back (bytes so far in
+	// parked_); it takes one again when its socket has data (`parked_waiting`: it has data,
+	// no receive is free, the socket is not read until one is posted).
+	enum class RxState { header, pending, payload, parked, parked_waiting };
 	enum class RxTarget { message, write, read_response, discard };
 
 	void enqueue(TxEntry *e);
@@ -200,6 +229,11 @@ private:
 	void protocol_error(const char *why);
 	void lost(int err);               // stream failure: stop() and tell the owner
 	void reset_rx();
+	// Shared queue empty: parks another stream's stalled receive; true if one came back.
+	bool reclaim_shared_receive();
+	// State `parked`: takes a shared receive again once the socket has data.
+	bool resume_parked();
+	void fill_from_receive(RxEntry *r, uint64_t size);
 	// Reads into the current target; returns false when the socket has no more data.
 	bool read_payload();
 	bool read_header();
@@ -239,6 +273,9 @@ private:
 	bool matched_taken_ = false;  // unlinked from a shared queue while being filled
 	void *matched_buf_ = nullptr;
 	int write_status_ = 0;
+	std::unique_ptr<uint8_t[]> parked_;  // placed bytes of a parked message
+	size_t parked_len_ = 0;
+	uint64_t parked_got_ = 0;            // bytes of it read from the socket (placed+dropped)
 
 	// Small messages arrive with their header in one recv into the stage (and the next
 	// headers with them); payloads of kStageSize or more go straight to their buffers.

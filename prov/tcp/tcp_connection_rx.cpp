@@ -54,6 +54,7 @@ void RxQueue::pop_head()
 
 void RxQueue::push_front(RxEntry *r)
 {
+	r->holder = nullptr;
 	r->next = head_;
 	head_ = r;
 	if (!tail_)
@@ -132,6 +133,9 @@ void Connection::reset_rx()
 	matched_taken_ = false;
 	discard_left_ = 0;
 	into_.clear();
+	parked_.reset();
+	parked_len_ = 0;
+	parked_got_ = 0;
 }
 
 namespace {
@@ -223,6 +227,11 @@ void Connection::read_stream()
 			if (!read_payload())
 				return;
 			break;
+		case RxState::parked:
+		case RxState::parked_waiting:
+			if (!resume_parked())
+				return;
+			break;
 		}
 	}
 }
@@ -297,20 +306,30 @@ bool Connection::start_message()
 			return false;
 	}
 	RxEntry *r = rxq_->head();
+	if (!r && shared_rx() && reclaim_shared_receive())
+		r = rxq_->head();
 	if (!r) {
 		// Backpressure: the data stays in the socket until a receive is posted.
 		if (shared_rx())
 			owner_.rx_starved();
 		return false;
 	}
+	fill_from_receive(r, header_.size);
+	if (into_.done() && discard_left_ == 0)
+		finish_payload();
+	return true;
+}
+
+void Connection::fill_from_receive(RxEntry *r, uint64_t size)
+{
 	matched_ = r;
 	if (shared_rx()) {
 		// Other connections take from the same queue meanwhile.
 		rxq_->pop_head();
 		matched_taken_ = true;
+		r->holder = this;
 	}
 	into_.clear();
-	uint64_t size = header_.size;
 	if (r->op_flags & FI_MULTI_RECV) {
 		auto *base = static_cast<uint8_t *>(r->iov[0].iov_base) + r->multi_offset;
 		size_t room = r->capacity - r->multi_offset;
@@ -328,9 +347,6 @@ bool Connection::start_message()
 	message_size_ = size;
 	target_ = RxTarget::message;
 	rx_state_ = RxState::payload;
-	if (into_.done() && discard_left_ == 0)
-		finish_payload();
-	return true;
 }
 
 bool Connection::start_write()

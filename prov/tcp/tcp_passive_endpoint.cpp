@@ -9,6 +9,7 @@
 #include <rdma/fi_cm.h>
 
 #include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,6 +47,10 @@ TcpPassiveEndpoint::~TcpPassiveEndpoint()
 		fabric().engine().remove_fd(listen_fd_);
 		::close(listen_fd_);
 	}
+	if (timer_fd_ >= 0) {
+		fabric().engine().remove_fd(timer_fd_);
+		::close(timer_fd_);
+	}
 	// Requests reported but not consumed: their connectors are rejected (they learn at once
 	// that nobody will answer, rather than wait for a timeout). A request whose FI_CONNREQ
 	// is still unread goes with the event (dropped in close()); one the application read
@@ -73,10 +78,17 @@ void TcpPassiveEndpoint::forget(ConnRequest *request)
 
 void TcpPassiveEndpoint::resume_accepting()
 {
-	if (!accept_paused_ || delivered_.size() >= kMaxUnconsumedRequests || listen_fd_ < 0)
-		return;
-	if (fabric().engine().modify_fd(listen_fd_, EPOLLIN, this) == 0)
+	if (accept_paused_ && delivered_.size() < kMaxUnconsumedRequests)
 		accept_paused_ = false;
+	update_listen_polling();
+}
+
+void TcpPassiveEndpoint::update_listen_polling()
+{
+	if (listen_fd_ < 0)
+		return;
+	uint32_t events = accept_paused_ || resting_for_fds_ ? 0 : EPOLLIN;
+	fabric().engine().modify_fd(listen_fd_, events, this);
 }
 
 int TcpPassiveEndpoint::close()
@@ -121,15 +133,28 @@ int TcpPassiveEndpoint::listen()
 	socklen_t len = sizeof(addr_);
 	if (ret == 0 && getsockname(fd, sa, &len) != 0)
 		ret = -errno;
+	// Handshake deadlines must fire even when nothing else happens (an application asleep
+	// in fi_eq_sread): a timer fd in the same engine wakes it.
+	int timer = ret == 0 ? timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC) : -1;
+	if (ret == 0 && timer < 0)
+		ret = -errno;
 	if (ret == 0)
+		ret = fabric().engine().add_fd(timer, EPOLLIN, this);
+	if (ret == 0) {
 		ret = fabric().engine().add_fd(fd, EPOLLIN, this);
+		if (ret)
+			fabric().engine().remove_fd(timer);
+	}
 	if (ret) {
 		FI_WARN(&provider, FI_LOG_EP_CTRL, "cannot listen on %s: %s\n",
 			sockaddr_to_string(sa).c_str(), fi_strerror(-ret));
+		if (timer >= 0)
+			::close(timer);
 		::close(fd);
 		return ret;
 	}
 	listen_fd_ = fd;
+	timer_fd_ = timer;
 	return 0;
 }
 
@@ -189,35 +214,58 @@ void TcpPassiveEndpoint::on_fd_ready(int fd, uint32_t)
 {
 	if (fd == listen_fd_) {
 		accept_connections();
+		arm_timer();
+		return;
+	}
+	if (fd == timer_fd_) {
+		on_timer();
 		return;
 	}
 	auto it = std::find_if(reading_.begin(), reading_.end(),
 			       [fd](const Incoming &in) { return in.fd == fd; });
-	if (it != reading_.end())
-		read_request(static_cast<size_t>(it - reading_.begin()));
+	if (it != reading_.end() && read_request(static_cast<size_t>(it - reading_.begin())))
+		arm_timer();
 }
 
 void TcpPassiveEndpoint::accept_connections()
 {
-	for (;;) {
+	const Settings &limits = settings();
+	for (int round = 0; round < kAcceptsPerCall; ++round) {
 		if (delivered_.size() >= kMaxUnconsumedRequests) {
 			// The application has enough requests to handle; resume_accepting() polls
 			// the listening socket again once it consumed some.
-			if (fabric().engine().modify_fd(listen_fd_, 0, this) == 0)
-				accept_paused_ = true;
+			accept_paused_ = true;
+			update_listen_polling();
 			return;
 		}
-		int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		IpAddress source{};
+		socklen_t source_len = sizeof(source);
+		int fd = accept4(listen_fd_, &source.sa, &source_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				FI_WARN(&provider, FI_LOG_EP_CTRL, "accept failed: %s\n",
-					strerror(errno));
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			if ((errno == EMFILE || errno == ENFILE) && !reading_.empty()) {
+				// Our own idle handshakes are the fds to give back: the oldest has
+				// had the longest chance to send its request.
+				int err = errno;
+				drop_incoming(0, "out of file descriptors");
+				if (accept_warning_.due(monotonic_ms()))
+					FI_WARN(&provider, FI_LOG_EP_CTRL,
+						"accept failed: %s; closed the oldest pending "
+						"handshake (%lu similar failures not logged)\n",
+						strerror(err),
+						(unsigned long)accept_warning_.take_suppressed());
+				continue;
+			}
+			on_accept_failure(errno);
 			return;
 		}
 		apply_socket_options(fd);
-		reading_.push_back(Incoming{fd, false, nullptr});
+		make_room_for(source);
+		uint64_t deadline = monotonic_ms() + uint64_t(limits.cm_request_timeout_ms);
+		reading_.push_back(Incoming{fd, false, nullptr, source, deadline});
 		size_t index = reading_.size() - 1;
 		// The request usually came with the connection: no registration needed then.
 		if (read_request(index))
@@ -229,6 +277,102 @@ void TcpPassiveEndpoint::accept_connections()
 		}
 		reading_[index].registered = true;
 	}
+}
+
+void TcpPassiveEndpoint::on_accept_failure(int err)
+{
+	// Nothing of ours to free (fds or memory are short elsewhere): the connection stays in
+	// the kernel's queue, and the listening socket, readable all the while, rests instead of
+	// waking every pass.
+	if (accept_warning_.due(monotonic_ms()))
+		FI_WARN(&provider, FI_LOG_EP_CTRL,
+			"accept failed: %s; retrying in %lu ms (%lu similar failures not logged)\n",
+			strerror(err), (unsigned long)kAcceptRetryMs,
+			(unsigned long)accept_warning_.take_suppressed());
+	resting_for_fds_ = true;
+	retry_at_ms_ = monotonic_ms() + kAcceptRetryMs;
+	update_listen_polling();
+}
+
+void TcpPassiveEndpoint::make_room_for(const IpAddress &source)
+{
+	const Settings &limits = settings();
+	size_t from_source = 0;
+	size_t oldest_of_source = reading_.size();
+	for (size_t i = 0; i < reading_.size(); ++i)
+		if (same_source_host(reading_[i].source, source)) {
+			if (from_source++ == 0)
+				oldest_of_source = i;
+		}
+	if (from_source >= limits.max_pending_conn_per_ip) {
+		drop_incoming(oldest_of_source, "too many pending handshakes from its address");
+		return;
+	}
+	if (reading_.size() < limits.max_pending_conn)
+		return;
+	// Full: the source holding most pays, so many hosts cannot be pushed out by one.
+	size_t victim = 0, victim_count = 0;
+	for (size_t i = 0; i < reading_.size(); ++i) {
+		size_t count = 0;
+		for (const Incoming &other : reading_)
+			count += same_source_host(other.source, reading_[i].source);
+		if (count > victim_count) {
+			victim = i;
+			victim_count = count;
+		}
+	}
+	drop_incoming(victim, "too many pending handshakes");
+}
+
+void TcpPassiveEndpoint::drop_incoming(size_t index, const char *why)
+{
+	Incoming &in = reading_[index];
+	FI_INFO(&provider, FI_LOG_EP_CTRL, "closing an incoming connection: %s\n", why);
+	if (in.registered)
+		fabric().engine().remove_fd(in.fd);
+	::close(in.fd);
+	reading_.erase(reading_.begin() + static_cast<std::ptrdiff_t>(index));
+}
+
+void TcpPassiveEndpoint::expire_handshakes(uint64_t now_ms)
+{
+	// Deadlines grow with the accept order, so the expired ones are at the front.
+	while (!reading_.empty() && reading_.front().deadline_ms <= now_ms)
+		drop_incoming(0, "no connection request within FI_TCP_CM_REQUEST_TIMEOUT");
+}
+
+void TcpPassiveEndpoint::on_timer()
+{
+	uint64_t expirations;
+	while (read(timer_fd_, &expirations, sizeof(expirations)) > 0) {
+	}
+	uint64_t now = monotonic_ms();
+	expire_handshakes(now);
+	if (resting_for_fds_ && now >= retry_at_ms_) {
+		resting_for_fds_ = false;
+		update_listen_polling();
+	}
+	arm_timer();
+}
+
+void TcpPassiveEndpoint::arm_timer()
+{
+	if (timer_fd_ < 0)
+		return;
+	uint64_t next = 0;
+	if (!reading_.empty())
+		next = reading_.front().deadline_ms;
+	if (resting_for_fds_ && (next == 0 || retry_at_ms_ < next))
+		next = retry_at_ms_;
+	itimerspec spec{};
+	if (next) {
+		uint64_t now = monotonic_ms();
+		// A deadline already passed still needs a non-zero value (zero disarms).
+		uint64_t wait_ms = next > now ? next - now : 1;
+		spec.it_value.tv_sec = time_t(wait_ms / 1000);
+		spec.it_value.tv_nsec = long(wait_ms % 1000) * 1000000;
+	}
+	timerfd_settime(timer_fd_, 0, &spec, nullptr);
 }
 
 bool TcpPassiveEndpoint::read_request(size_t index)

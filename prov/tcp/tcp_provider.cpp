@@ -68,6 +68,16 @@ void load_settings()
 				"maximum size of an inject operation (default: 128)");
 		fi_param_define(&provider, "nodelay", FI_PARAM_BOOL,
 				"overrides default TCP_NODELAY socket setting (default: on)");
+		fi_param_define(&provider, "cm_request_timeout", FI_PARAM_INT,
+				"milliseconds an accepted socket may take to deliver its complete "
+				"connection request before it is closed (default: 5000)");
+		fi_param_define(&provider, "max_pending_conn", FI_PARAM_SIZE_T,
+				"accepted sockets per listener still waiting for their connection "
+				"request; over it the oldest of the busiest source is closed "
+				"(default: 512)");
+		fi_param_define(&provider, "max_pending_conn_per_ip", FI_PARAM_SIZE_T,
+				"the same bound per source IP address; over it the oldest from "
+				"that address is closed (default: 64)");
 	}
 	Settings s;
 	char *iface = nullptr;
@@ -89,6 +99,13 @@ void load_settings()
 	int nodelay = 1;
 	if (fi_param_get_bool(&provider, "nodelay", &nodelay) == FI_SUCCESS)
 		s.nodelay = nodelay != 0;
+	int timeout_ms = 0;
+	if (fi_param_get_int(&provider, "cm_request_timeout", &timeout_ms) == FI_SUCCESS &&
+	    timeout_ms > 0)
+		s.cm_request_timeout_ms = timeout_ms;
+	s.max_pending_conn = read_size("max_pending_conn", s.max_pending_conn);
+	s.max_pending_conn_per_ip = read_size("max_pending_conn_per_ip",
+					      s.max_pending_conn_per_ip);
 	g_settings = s;
 }
 

@@ -22,6 +22,11 @@ struct Settings {
 	size_t rx_size = 256;       // FI_TCP_RX_SIZE
 	size_t max_inject = 128;    // FI_TCP_MAX_INJECT
 	bool nodelay = true;        // FI_TCP_NODELAY
+	// An accepted socket is a handshake until its CM request is complete; these bound what
+	// peers that never finish one can hold (fds, listener attention).
+	int cm_request_timeout_ms = 5000;    // FI_TCP_CM_REQUEST_TIMEOUT
+	size_t max_pending_conn = 512;       // FI_TCP_MAX_PENDING_CONN (per listener)
+	size_t max_pending_conn_per_ip = 64; // FI_TCP_MAX_PENDING_CONN_PER_IP
 };
 
 const Settings &settings();

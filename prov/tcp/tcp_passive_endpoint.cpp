@@ -87,7 +87,7 @@ void TcpPassiveEndpoint::update_listen_polling()
 {
 	if (listen_fd_ < 0)
 		return;
-	uint32_t events = accept_paused_ || resting_for_fds_ ? 0 : EPOLLIN;
+	uint32_t events = accept_paused_ || resting_for_fds_ ? 0u : uint32_t(EPOLLIN);
 	fabric().engine().modify_fd(listen_fd_, events, this);
 }
 

@@ -3,6 +3,7 @@
 
 #include "prov/tcp/tcp_conn_request.h"
 #include "prov/tcp/tcp_interfaces.h"
+#include "prov/tcp/tcp_passive_endpoint.h"
 #include "prov/tcp/tcp_provider.h"
 #include "prov/tcp/tcp_srx.h"
 #include "prov/util/error.h"
@@ -53,7 +54,15 @@ TcpEndpoint::TcpEndpoint(TcpDomain &domain, const struct fi_info *info, void *co
 		have_local_ = copy_sockaddr(info->src_addr, info->src_addrlen, &local_);
 	if (info->dest_addr)
 		have_peer_ = copy_sockaddr(info->dest_addr, info->dest_addrlen, &peer_);
-	if (info->handle) {
+	if (info->handle && info->handle->fclass == FI_CLASS_PEP) {
+		// An info made from a passive endpoint (hints->handle): this endpoint takes over
+		// the address the application gave that passive endpoint.
+		auto *pep = util::fid_cast<TcpPassiveEndpoint>(info->handle, FI_CLASS_PEP);
+		if (!pep)
+			throw util::Error(-FI_EINVAL);
+		size_t len = sizeof(local_);
+		have_local_ = pep->getname(&local_, &len) == 0;
+	} else if (info->handle) {
 		auto *request = util::fid_cast<ConnRequest>(info->handle, FI_CLASS_CONNREQ);
 		if (!request)
 			throw util::Error(-FI_EINVAL);

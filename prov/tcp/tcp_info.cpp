@@ -1,6 +1,7 @@
 #include "prov/tcp/tcp_info.h"
 
 #include "prov/tcp/tcp_interfaces.h"
+#include "prov/tcp/tcp_passive_endpoint.h"
 #include "prov/tcp/tcp_provider.h"
 #include "prov/util/error.h"
 
@@ -276,7 +277,22 @@ int get_infos(uint32_t version, const char *node, const char *service, uint64_t 
 
 	Endpoints where;
 	int ret = 0;
-	if (hints) {
+	// fi_getinfo(3): with a passive endpoint as hints->handle, the infos describe an active
+	// endpoint that takes over its address (and carry the handle to fi_endpoint).
+	TcpPassiveEndpoint *pep = nullptr;
+	if (hints && hints->handle) {
+		if (hints->handle->fclass != FI_CLASS_PEP)
+			return -FI_ENODATA;
+		pep = util::fid_cast<TcpPassiveEndpoint>(hints->handle, FI_CLASS_PEP);
+		if (!pep)
+			return -FI_ENODATA; // another provider's passive endpoint
+		sockaddr_storage addr{};
+		size_t len = sizeof(addr);
+		if (pep->getname(&addr, &len))
+			return -FI_ENODATA;
+		where.src.push_back(addr);
+	}
+	if (hints && !pep) {
 		ret = copy_hint_addr(hints->src_addr, hints->src_addrlen, &where.src);
 		if (!ret)
 			ret = copy_hint_addr(hints->dest_addr, hints->dest_addrlen, &where.dest);
@@ -325,6 +341,8 @@ int get_infos(uint32_t version, const char *node, const char *service, uint64_t 
 						free_list(head);
 						return -FI_ENOMEM;
 					}
+					if (pep)
+						fi->handle = hints->handle;
 					*tail = fi;
 					tail = &fi->next;
 				}

@@ -204,6 +204,51 @@ TEST(TcpCm, RejectAcceptShutdownCycleForEveryCmDataSize)
 					 over.size()));
 }
 
+// fi_getinfo(3) with hints->handle = a passive endpoint: the infos carry that handle, and an
+// active endpoint made from them takes over the address the passive endpoint was given with
+// fi_setname: fi_getname reports it after fi_enable, and its connection leaves from it.
+TEST(TcpCm, ActiveEndpointTakesOverItsPassiveEndpointsAddress)
+{
+	TcpPair pair;
+	ASSERT_TRUE(pair.open());
+	fid_pep *named = nullptr;
+	ASSERT_EQ(0, fi_passive_ep(pair.fabric, pair.info, &named, nullptr));
+	sockaddr_in addr{};
+	addr.sin_family = AF_INET;
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	addr.sin_port = htons(static_cast<uint16_t>(tcp_test::closed_port(AF_INET)));
+	ASSERT_EQ(0, fi_setname(&named->fid, &addr, sizeof(addr)));
+
+	fi_info *hints = fi_dupinfo(pair.hints);
+	hints->handle = &named->fid;
+	fi_info *info = nullptr;
+	ASSERT_EQ(0, fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &info));
+	hints->handle = nullptr;
+	fi_freeinfo(hints);
+	EXPECT_EQ(&named->fid, info->handle);
+	fid_ep *ep = nullptr;
+	ASSERT_EQ(0, fi_endpoint(pair.domain, info, &ep, nullptr));
+	fi_freeinfo(info);
+	ASSERT_EQ(0, fi_ep_bind(ep, &pair.client_eq->fid, 0));
+	ASSERT_EQ(0, fi_ep_bind(ep, &pair.client_cq->fid, FI_TRANSMIT | FI_RECV));
+	ASSERT_EQ(0, fi_enable(ep));
+	sockaddr_in name{};
+	size_t len = sizeof(name);
+	ASSERT_EQ(0, fi_getname(&ep->fid, &name, &len));
+	EXPECT_EQ(addr.sin_port, name.sin_port);
+
+	ASSERT_EQ(0, fi_connect(ep, pair.listen_addr.data(), nullptr, 0));
+	EqEvent req = pair.wait_eq(pair.server_eq);
+	ASSERT_EQ(FI_CONNREQ, req.event);
+	auto *from = static_cast<sockaddr_in *>(req.info->dest_addr);
+	ASSERT_NE(nullptr, from);
+	EXPECT_EQ(addr.sin_port, from->sin_port);
+	EXPECT_EQ(0, fi_reject(pair.pep, req.info->handle, nullptr, 0));
+	fi_freeinfo(req.info);
+	fi_close(&ep->fid);
+	fi_close(&named->fid);
+}
+
 TEST(TcpCm, PeerCloseRaisesShutdownEvent)
 {
 	TcpPair pair;

@@ -1,5 +1,7 @@
 #include "prov/util/endpoint.h"
 
+#include <atomic>
+
 #include "prov/util/address_vector.h"
 #include "prov/util/completion_queue.h"
 #include "prov/util/counter.h"
@@ -10,8 +12,13 @@
 
 namespace util {
 
+namespace {
+std::atomic<uint64_t> next_access_id{1};
+} // namespace
+
 Endpoint::Endpoint(Domain &domain, const struct fi_info *info, void *context, size_t fclass)
-    : FidObject(embedded_fid, fclass, context), domain_(domain)
+    : FidObject(embedded_fid, fclass, context), domain_(domain),
+      access_id_(next_access_id.fetch_add(1, std::memory_order_relaxed))
 {
 	if (info && info->tx_attr)
 		tx_op_flags_ = info->tx_attr->op_flags;

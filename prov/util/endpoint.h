@@ -38,6 +38,10 @@ public:
 	struct fid_ep *ep_fid() noexcept { return &embedded_fid.pub; }
 	Domain &domain() noexcept { return domain_; }
 	bool enabled() const noexcept { return enabled_; }
+	// Names this endpoint for memory bound to it (fi_mr_bind, MrMap::bind): unique in the
+	// process and never reused, so a region bound to a closed endpoint stays out of reach of
+	// a later endpoint that gets the same address.
+	uint64_t access_id() const noexcept { return access_id_; }
 
 	CompletionQueue *tx_cq() const noexcept { return tx_cq_; }
 	CompletionQueue *rx_cq() const noexcept { return rx_cq_; }
@@ -104,6 +108,7 @@ private:
 	int bind_counter(Counter *cntr, uint64_t flags);
 
 	Domain &domain_;
+	const uint64_t access_id_;
 	bool enabled_ = false;
 	CompletionQueue *tx_cq_ = nullptr;
 	CompletionQueue *rx_cq_ = nullptr;

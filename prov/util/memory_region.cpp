@@ -1,6 +1,9 @@
 #include "prov/util/memory_region.h"
 
+#include "prov/util/endpoint.h"
 #include "prov/util/error.h"
+
+#include <mutex>
 
 namespace util {
 
@@ -51,7 +54,8 @@ MemoryRegion::MemoryRegion(Domain &domain, const struct fi_mr_attr &attr, uint64
 
 MemoryRegion::~MemoryRegion()
 {
-	domain_.mr_map().remove(region_.key);
+	if (!removed_)
+		domain_.mr_map().remove(region_.key);
 	domain_.unref();
 }
 
@@ -65,15 +69,30 @@ int MemoryRegion::control(int command, void *)
 	return command == FI_ENABLE ? 0 : -FI_ENOSYS;
 }
 
-int MemoryRegion::bind(struct fid *, uint64_t)
+int MemoryRegion::bind(struct fid *bfid, uint64_t flags)
 {
-	return -FI_ENOSYS;  // FI_MR_ENDPOINT is not offered
+	if (!bfid)
+		return -FI_EINVAL;
+	if (bfid->fclass == FI_CLASS_CNTR)
+		return -FI_ENOSYS;  // remote-access counters per region are not offered
+	auto *ep = fid_cast<Endpoint>(bfid, FI_CLASS_EP);
+	if (!ep || &ep->domain() != &domain_ || flags)
+		return -FI_EINVAL;
+	return domain_.mr_map().bind(region_.key, ep->access_id());
 }
 
 int MemoryRegion::close()
 {
 	if (busy())
 		return -FI_EBUSY;
+	{
+		// Once this returns no progress pass may still be placing a peer's data into the
+		// region or sending from it: they run under the domain lock and re-check the
+		// registration (MrMap::alive) before every access.
+		std::lock_guard<Lock> guard(domain_.lock());
+		domain_.mr_map().remove(region_.key);
+		removed_ = true;
+	}
 	return FidObject::close();
 }
 

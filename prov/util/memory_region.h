@@ -2,6 +2,10 @@
 // region in the domain's MrMap for its lifetime; mem_desc points at the object (providers
 // use from_desc() to turn a desc back into the region, validated against the domain). One iovec per region
 // (domain_attr->mr_iov_limit = 1).
+// fi_mr_bind to an endpoint of the same domain restricts the region to RMA arriving on that
+// endpoint (fi_mr(3)'s endpoint binding, honoured even though FI_MR_ENDPOINT is not required).
+// fi_close takes the domain lock, so it waits for a progress pass that is placing data into
+// the region or sending from it; providers re-check MrMap::alive() before each such access.
 #ifndef OFI_PROV_UTIL_MEMORY_REGION_H
 #define OFI_PROV_UTIL_MEMORY_REGION_H
 
@@ -29,13 +33,14 @@ public:
 	static MemoryRegion *from_desc(Domain &domain, void *desc);
 
 	// ---- fi_ops ----
-	int control(int command, void *arg);  // FI_ENABLE (no-op)
-	int bind(struct fid *bfid, uint64_t flags);
+	int control(int command, void *arg);  // FI_ENABLE (no-op: a binding acts at once)
+	int bind(struct fid *bfid, uint64_t flags);  // endpoints of this domain only
 	int close() override;
 
 private:
 	Domain &domain_;
 	MrRegion region_;
+	bool removed_ = false;
 };
 
 } // namespace util

@@ -33,9 +33,13 @@ public:
 			     size_t len, uint64_t data, int err, size_t olen) = 0;
 	// The peer read or wrote registered memory (FI_REMOTE_READ / FI_REMOTE_WRITE).
 	virtual void remote_done(uint64_t flags) = 0;
-	// Checks a peer's access to registered memory; 0 with *addr set, or -FI_EACCES/-FI_EINVAL.
+	// Checks a peer's access to registered memory; 0 with *addr and *serial (the
+	// registration) set, or -FI_EACCES/-FI_EINVAL.
 	virtual int remote_access(uint64_t key, uint64_t offset, uint64_t len, uint64_t access,
-				  uint8_t **addr) = 0;
+				  uint8_t **addr, uint64_t *serial) = 0;
+	// Whether that registration still exists: asked before every access to its memory after
+	// the first, so fi_close(mr) stops a peer's RMA that is in flight.
+	virtual bool region_alive(uint64_t key, uint64_t serial) = 0;
 	// The stream ended (peer closed, socket error or protocol violation).
 	virtual void connection_lost(int err) = 0;
 	// A message waits for a receive on the shared queue: resume reading on the next post.
@@ -76,6 +80,11 @@ struct TxEntry {
 	IovCursor out;                   // header + payload still to write
 	IovCursor read_into;             // reads: where the response lands
 	uint8_t *inject = nullptr;       // inline copy for FI_INJECT (pool storage)
+	// Read responses sent from registered memory: the registration, checked before each
+	// send; `started` once any byte went out (after that the stream cannot be re-framed).
+	uint64_t region_key = 0;
+	uint64_t region_serial = 0;
+	bool started = false;
 	TxEntry *next = nullptr;
 };
 
@@ -276,6 +285,12 @@ private:
 	std::unique_ptr<uint8_t[]> parked_;  // placed bytes of a parked message
 	size_t parked_len_ = 0;
 	uint64_t parked_got_ = 0;            // bytes of it read from the socket (placed+dropped)
+	uint64_t write_key_ = 0;      // the registration a peer's write is placed into
+	uint64_t write_serial_ = 0;
+	// The write's region was closed (fi_close(mr)) mid-payload: drop the rest, answer an error.
+	void abandon_write();
+	// A read response's region was closed: error it before it starts, else end the stream.
+	bool abandon_read_response(TxEntry *e);
 
 	// Small messages arrive with their header in one recv into the stage (and the next
 	// headers with them); payloads of kStageSize or more go straight to their buffers.

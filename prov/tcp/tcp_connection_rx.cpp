@@ -353,7 +353,8 @@ bool Connection::start_write()
 {
 	uint8_t *addr = nullptr;
 	int status = owner_.remote_access(header_.rma_key, header_.rma_offset, header_.size,
-					  FI_REMOTE_WRITE, &addr);
+					  FI_REMOTE_WRITE, &addr, &write_serial_);
+	write_key_ = header_.rma_key;
 	if (!reply_) {
 		reply_ = new_response(WireOp::ack, header_.id, status, 0);
 		if (!reply_)
@@ -379,14 +380,17 @@ bool Connection::start_write()
 bool Connection::start_read_request()
 {
 	uint8_t *addr = nullptr;
+	uint64_t serial = 0;
 	int status = owner_.remote_access(header_.rma_key, header_.rma_offset, header_.size,
-					  FI_REMOTE_READ, &addr);
+					  FI_REMOTE_READ, &addr, &serial);
 	TxEntry *e = new_response(WireOp::read_response, header_.id, status,
 				  status == 0 ? header_.size : 0);
 	if (!e)
 		return false;
 	if (status == 0) {
 		e->out.append(addr, header_.size);
+		e->region_key = header_.rma_key;
+		e->region_serial = serial;
 		owner_.remote_done(FI_REMOTE_READ);
 	} else
 		FI_INFO(&provider, FI_LOG_EP_DATA, "refusing remote read: %s\n",
@@ -435,8 +439,22 @@ bool Connection::handle_ack()
 	return true;
 }
 
+void Connection::abandon_write()
+{
+	FI_INFO(&provider, FI_LOG_EP_DATA,
+		"region closed during a remote write: rest of the payload discarded\n");
+	discard_left_ += into_.remaining();
+	into_.clear();
+	write_status_ = -FI_EINVAL; // what an unknown key gets: the key no longer exists
+}
+
 bool Connection::read_payload()
 {
+	// Checked before every placement: fi_close(mr) (under the domain lock, like this
+	// progress) may have ended the region since the last one.
+	if (target_ == RxTarget::write && write_status_ == 0 && !into_.done() &&
+	    !owner_.region_alive(write_key_, write_serial_))
+		abandon_write();
 	if (!staged()) {
 		if (!into_.done() && into_.remaining() >= kStageSize) {
 			// Large payloads go straight from the socket to their buffers.
@@ -524,6 +542,14 @@ void Connection::finish_payload()
 		break;
 	}
 	case RxTarget::write:
+		if (reply && write_status_) {
+			// The verdict may have changed since the ack was prepared (abandon_write).
+			WireHeader ack;
+			ack.op = WireOp::ack;
+			ack.id = h.id;
+			ack.status = write_status_;
+			encode_header(ack, reply->header);
+		}
 		if (write_status_ == 0)
 			owner_.remote_done(FI_REMOTE_WRITE);
 		if (write_status_ == 0 && (h.flags & kWireFlagRemoteData))

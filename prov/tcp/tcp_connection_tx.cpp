@@ -248,6 +248,10 @@ void Connection::progress_tx()
 {
 	while (tx_head_ && active()) {
 		TxEntry *e = tx_head_;
+		if (e->region_serial && !e->out.done() &&
+		    !owner_.region_alive(e->region_key, e->region_serial) &&
+		    !abandon_read_response(e))
+			return;
 		msghdr m{};
 		m.msg_iov = const_cast<iovec *>(e->out.current());
 		m.msg_iovlen = static_cast<size_t>(e->out.current_count());
@@ -260,6 +264,7 @@ void Connection::progress_tx()
 			return;
 		}
 		e->out.advance(static_cast<size_t>(n));
+		e->started = e->started || n > 0;
 		if (!e->out.done())
 			return;
 		tx_head_ = e->next;
@@ -270,6 +275,33 @@ void Connection::progress_tx()
 		else
 			complete_tx(e, 0);
 	}
+}
+
+bool Connection::abandon_read_response(TxEntry *e)
+{
+	if (e->started) {
+		// Part of the payload is on the wire and the peer expects the rest of that exact
+		// length: the only way to stop reading the region is to end the stream.
+		FI_WARN(&provider, FI_LOG_EP_DATA,
+			"region closed while a remote read was being answered from it: "
+			"closing the connection\n");
+		lost(FI_ECONNABORTED);
+		return false;
+	}
+	// Not started: answer like an unknown key (the key no longer exists). The header we
+	// encoded carries the peer's request id; keep it, drop the payload.
+	WireHeader h;
+	if (decode_header(e->header, UINT64_MAX, &h) != 0) {
+		lost(FI_EIO);
+		return false;
+	}
+	h.status = -FI_EINVAL;
+	h.size = 0;
+	encode_header(h, e->header);
+	e->out.clear();
+	e->out.append(e->header, kWireHeaderSize);
+	e->region_serial = 0;
+	return true;
 }
 
 void Connection::stop()

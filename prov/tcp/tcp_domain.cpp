@@ -39,11 +39,11 @@ int TcpDomain::srx_context(struct fi_rx_attr *attr, struct fid_ep **rx_ep, void 
 	return 0;
 }
 
-int TcpDomain::remote_access(uint64_t key, uint64_t offset, uint64_t len, uint64_t access,
-			     uint8_t **addr)
+int TcpDomain::remote_access(uint64_t requester, uint64_t key, uint64_t offset, uint64_t len,
+			     uint64_t access, uint8_t **addr, uint64_t *serial)
 {
 	void *target = nullptr;
-	int ret = mr_map().lookup(key, offset, len, access, &target);
+	int ret = mr_map().lookup(key, offset, len, access, &target, requester, serial);
 	if (ret == 0)
 		*addr = static_cast<uint8_t *>(target);
 	return ret;

@@ -15,10 +15,12 @@ public:
 	int endpoint(struct fi_info *info, struct fid_ep **ep, void *context);
 	int srx_context(struct fi_rx_attr *attr, struct fid_ep **rx_ep, void *context);
 
-	// A peer's RMA access: key, [offset, offset+len) inside the region, access rights.
-	// 0 with *addr set; -FI_EINVAL (unknown key, out of range) or -FI_EACCES (no right).
-	int remote_access(uint64_t key, uint64_t offset, uint64_t len, uint64_t access,
-			  uint8_t **addr);
+	// A peer's RMA access arriving on endpoint 'requester' (its access_id): key (a region
+	// bound to another endpoint counts as unknown), [offset, offset+len) inside the region,
+	// access rights. 0 with *addr and *serial set; -FI_EINVAL (unknown key, out of range)
+	// or -FI_EACCES (no right).
+	int remote_access(uint64_t requester, uint64_t key, uint64_t offset, uint64_t len,
+			  uint64_t access, uint8_t **addr, uint64_t *serial);
 };
 
 } // namespace tcp

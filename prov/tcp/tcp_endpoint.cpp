@@ -299,9 +299,14 @@ void TcpEndpoint::remote_done(uint64_t flags)
 }
 
 int TcpEndpoint::remote_access(uint64_t key, uint64_t offset, uint64_t len, uint64_t access,
-			       uint8_t **addr)
+			       uint8_t **addr, uint64_t *serial)
 {
-	return tcp_domain().remote_access(key, offset, len, access, addr);
+	return tcp_domain().remote_access(access_id(), key, offset, len, access, addr, serial);
+}
+
+bool TcpEndpoint::region_alive(uint64_t key, uint64_t serial)
+{
+	return tcp_domain().mr_map().alive(key, serial);
 }
 
 void TcpEndpoint::connection_lost(int err)

@@ -89,7 +89,8 @@ public:
 		     uint64_t data, int err, size_t olen) override;
 	void remote_done(uint64_t flags) override;
 	int remote_access(uint64_t key, uint64_t offset, uint64_t len, uint64_t access,
-			  uint8_t **addr) override;
+			  uint8_t **addr, uint64_t *serial) override;
+	bool region_alive(uint64_t key, uint64_t serial) override;
 	void connection_lost(int err) override;
 	void rx_starved() override;
 	// A receive was posted to our shared receive context: read on.

@@ -48,8 +48,9 @@ public:
 	}
 	void remote_done(uint64_t flags) override { remote.push_back(flags); }
 	int remote_access(uint64_t key, uint64_t offset, uint64_t len, uint64_t access,
-			  uint8_t **addr) override
+			  uint8_t **addr, uint64_t *serial) override
 	{
+		*serial = key;
 		auto it = regions.find(key);
 		if (it == regions.end() || !(it->second.access & access))
 			return -FI_EACCES;
@@ -58,6 +59,7 @@ public:
 		*addr = it->second.base + offset;
 		return 0;
 	}
+	bool region_alive(uint64_t key, uint64_t) override { return regions.count(key) != 0; }
 	void connection_lost(int err) override { lost.push_back(err); }
 
 	std::vector<Completion> tx, rx;

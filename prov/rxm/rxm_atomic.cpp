@@ -119,7 +119,10 @@ void RxmEndpoint::handle_atomic_request(RxmConn *conn, const WireHeader &hdr,
 	} else if (!(info_->caps & FI_ATOMIC)) {
 		status = -FI_EOPNOTSUPP;
 	} else {
-		// The target must lie inside a registration that allows what the op does.
+		// The target must lie inside a registration that allows what the op does. Looked
+		// up and applied under the atomic lock, which fi_close of an RxmMr also takes: once
+		// close returned, no atomic touches the region.
+		std::lock_guard atomic_guard(domain_->atomic_lock());
 		RxmMr *mr = domain_->find_mr(req.key);
 		uint64_t need = (req.op == FI_ATOMIC_READ ? 0 : FI_REMOTE_WRITE) |
 				(fetch ? FI_REMOTE_READ : 0);
@@ -140,7 +143,6 @@ void RxmEndpoint::handle_atomic_request(RxmConn *conn, const WireHeader &hdr,
 		else if ((mr->access() & need) != need)
 			status = -FI_EACCES;
 		else {
-			std::lock_guard atomic_guard(domain_->atomic_lock());
 			status = atomic_apply(req.op, req.datatype, target,
 					      operand.empty() ? nullptr : operand.data(),
 					      compare.empty() ? nullptr : compare.data(),

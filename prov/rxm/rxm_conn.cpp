@@ -212,8 +212,8 @@ int RxmEndpoint::setup_core_ep(RxmConn *conn, struct fi_info *info)
 		return -FI_ENOMEM;
 	conn->rx.resize(count);
 	if (domain_->core_needs_local_mr()) {
-		ret = fi_mr_reg(domain_->core(), conn->rx_slab.data(), conn->rx_slab.size(),
-				FI_RECV, 0, domain_->next_internal_key(), 0, &conn->rx_mr, nullptr);
+		ret = domain_->register_internal(conn->rx_slab.data(), conn->rx_slab.size(),
+						 FI_RECV, &conn->rx_mr);
 		if (ret)
 			return ret;
 	}

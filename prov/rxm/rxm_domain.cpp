@@ -10,6 +10,7 @@
 #include "prov/rxm/rxm_info.h"
 #include "prov/rxm/rxm_provider.h"
 #include "prov/util/ops_tables.h"
+#include "prov/util/random_key.h"
 
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_errno.h>
@@ -89,6 +90,26 @@ bool RxmDomain::core_uses_virt_addr() const
 {
 	int mode = core_info_->domain_attr->mr_mode;
 	return (mode & FI_MR_VIRT_ADDR) || mode == FI_MR_BASIC;
+}
+
+int RxmDomain::register_internal(void *buf, size_t len, uint64_t access, struct fid_mr **mr)
+{
+	int ret = -FI_ENOKEY;
+	for (int attempt = 0; attempt < 8 && ret == -FI_ENOKEY; attempt++)
+		ret = fi_mr_reg(core_, buf, len, access, 0, util::random_key(), 0, mr, nullptr);
+	return ret;
+}
+
+void RxmDomain::bind_internal(struct fid_mr *mr, struct fid_ep *core_ep)
+{
+	int ret = fi_mr_bind(mr, &core_ep->fid, 0);
+	if (ret == 0)
+		ret = fi_mr_enable(mr);
+	if (ret && !bind_refusal_logged_.exchange(true))
+		RXM_INFO(FI_LOG_MR,
+			 "core refuses binding registrations to an endpoint (%s): rendezvous "
+			 "buffers are reachable over any connection that knows their key\n",
+			 fi_strerror(-ret));
 }
 
 RxmMr *RxmDomain::find_mr(uint64_t key)
@@ -202,7 +223,11 @@ int RxmMr::close()
 {
 	if (busy())
 		return -FI_EBUSY;
-	domain_->forget_mr(this);
+	{
+		// Emulated atomics look the region up and apply under this lock (rxm_atomic.cpp).
+		std::lock_guard guard(domain_->atomic_lock());
+		domain_->forget_mr(this);
+	}
 	int ret = fi_close(&core_->fid);
 	if (ret)
 		return ret;

@@ -36,9 +36,15 @@ public:
 	// The core's credit flow-control hooks (verbs), or nullptr when the core buffers on its
 	// own (tcp): then rxm grants no credits and counts none.
 	const struct ofi_flow_ctrl_ops *flow_ctrl() const { return flow_ctrl_; }
-	// Keys for rxm's own registrations when the core lets the user choose keys; the top bit
-	// keeps them apart from application keys.
-	uint64_t next_internal_key() { return (1ULL << 62) | next_key_++; }
+	// Registers rxm's own buffers with the core. When the core lets the user choose keys
+	// the key is 64 random bits (util::random_key: a peer cannot guess the key of a
+	// rendezvous buffer offered to another); a clash with an existing key draws again.
+	int register_internal(void *buf, size_t len, uint64_t access, struct fid_mr **mr);
+	// Restricts an internal registration to RMA arriving on 'core_ep' (fi_mr_bind +
+	// fi_mr_enable, fi_mr(3)'s endpoint binding). A core that refuses keeps serving it
+	// domain-wide (logged once at info level): rxm still works, with the key's secrecy
+	// as the only protection.
+	void bind_internal(struct fid_mr *mr, struct fid_ep *core_ep);
 
 	int av_open(struct fi_av_attr *attr, struct fid_av **av, void *context);
 	int cq_open(struct fi_cq_attr *attr, struct fid_cq **cq, void *context);
@@ -68,7 +74,7 @@ private:
 	struct fi_info *info_;
 	bool rma_capable_;
 	struct ofi_flow_ctrl_ops *flow_ctrl_ = nullptr;
-	std::atomic<uint64_t> next_key_{1};
+	std::atomic<bool> bind_refusal_logged_{false};
 	std::mutex mr_lock_;
 	std::unordered_map<uint64_t, class RxmMr *> mrs_;
 	std::mutex atomic_lock_;

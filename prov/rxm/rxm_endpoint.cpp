@@ -273,8 +273,8 @@ int RxmEndpoint::enable()
 		}
 		tx_buffers_.resize(tx_count);
 		if (domain_->core_needs_local_mr()) {
-			ret = fi_mr_reg(domain_->core(), tx_slab_.data(), tx_slab_.size(),
-					FI_SEND | FI_RECV, 0, 0, 0, &tx_mr_, nullptr);
+			ret = domain_->register_internal(tx_slab_.data(), tx_slab_.size(),
+							 FI_SEND | FI_RECV, &tx_mr_);
 			if (ret)
 				goto fail;
 		}
@@ -337,8 +337,8 @@ int RxmEndpoint::open_srx()
 		return -FI_ENOMEM;
 	srx_buffers_.resize(count);
 	if (domain_->core_needs_local_mr()) {
-		int ret = fi_mr_reg(domain_->core(), srx_slab_.data(), count * size, FI_RECV, 0,
-				    domain_->next_internal_key(), 0, &srx_mr_, nullptr);
+		int ret = domain_->register_internal(srx_slab_.data(), count * size, FI_RECV,
+						     &srx_mr_);
 		if (ret)
 			return ret;
 	}

@@ -92,6 +92,7 @@ struct TxOp : ListNode {
 	uint64_t rndv_key[kRndvMaxSegments];
 	fid_mr *own_mr[kRndvMaxSegments]; // registrations rxm made for this op
 	size_t own_mr_count;
+	bool own_mr_bound;                // bound to the connection the request went out on
 	int error;
 	// RMA
 	uint64_t rma_addr;

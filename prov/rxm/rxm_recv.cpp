@@ -645,8 +645,8 @@ void RxmEndpoint::start_rndv_reads(RecvOp *op, const uint64_t *cma_addr)
 			op->desc[i] = mr->core_desc();
 		} else if (domain_->core_needs_local_mr() && op->iov[i].iov_len) {
 			struct fid_mr *own = nullptr;
-			int ret = fi_mr_reg(domain_->core(), op->iov[i].iov_base, op->iov[i].iov_len,
-					    FI_READ, 0, domain_->next_internal_key(), 0, &own, nullptr);
+			int ret = domain_->register_internal(op->iov[i].iov_base, op->iov[i].iov_len,
+							     FI_READ, &own);
 			if (ret) {
 				op->error = ret;
 				break;

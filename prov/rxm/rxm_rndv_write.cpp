@@ -63,13 +63,15 @@ void RxmEndpoint::expose_for_rndv_write(RecvOp *op)
 			key = fi_mr_key(mr->core());
 		} else {
 			struct fid_mr *own = nullptr;
-			int ret = fi_mr_reg(domain_->core(), op->iov[i].iov_base, len, FI_REMOTE_WRITE,
-					    0, domain_->next_internal_key(), 0, &own, nullptr);
+			int ret = domain_->register_internal(op->iov[i].iov_base, len,
+							     FI_REMOTE_WRITE, &own);
 			if (ret) {
 				op->error = ret;
 				break;
 			}
 			op->own_mr[op->own_mr_count++] = own;
+			// Only the peer whose request this answers may write it (closed with the op).
+			domain_->bind_internal(own, op->conn->core_ep);
 			key = fi_mr_key(own);
 		}
 		uint64_t addr = domain_->core_uses_virt_addr()

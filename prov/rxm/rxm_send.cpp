@@ -153,8 +153,7 @@ int RxmEndpoint::translate_desc(const struct iovec *iov, void **app_desc, size_t
 			continue;
 		}
 		struct fid_mr *mr = nullptr;
-		int ret = fi_mr_reg(domain_->core(), iov[i].iov_base, iov[i].iov_len, access, 0,
-				    domain_->next_internal_key(), 0, &mr, nullptr);
+		int ret = domain_->register_internal(iov[i].iov_base, iov[i].iov_len, access, &mr);
 		if (ret)
 			return ret;
 		op->own_mr[op->own_mr_count++] = mr;
@@ -247,7 +246,9 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 		for (size_t i = 0; i < count; i++)
 			op->iov[i] = iov[i];
 		op->iov_count = count;
-		int ret = translate_desc(iov, desc, count, FI_REMOTE_READ | FI_WRITE, op);
+		// The peer reads the buffers (read rendezvous), or we write from them: nothing more.
+		uint64_t access = params().use_rndv_write ? FI_WRITE : FI_REMOTE_READ;
+		int ret = translate_desc(iov, desc, count, access, op);
 		TxBuffer *buf = ret ? nullptr : alloc_tx_buffer(true);
 		if (!buf) {
 			free_op(op);
@@ -329,6 +330,14 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 		TxBuffer *buf = op->prepared;
 		if (!take_send_credit(conn))
 			return false;
+		if (op->kind == TxKind::rndv && !op->own_mr_bound) {
+			// The keys go out now, to this connection's peer only: bind the buffers
+			// registered for them to it (the request may have waited for the connection,
+			// or moved to another one, since they were registered).
+			for (size_t i = 0; i < op->own_mr_count; i++)
+				domain_->bind_internal(op->own_mr[i], conn->core_ep);
+			op->own_mr_bound = true;
+		}
 		stamp_conn_id(buf->data, conn->peer_conn_id);
 		ssize_t ret = op->zero_copy ? send_direct(conn, buf, op->iov, op->iov_count, 0,
 							 op->total_len)

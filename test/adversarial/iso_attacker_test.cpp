@@ -49,12 +49,18 @@ bool rndv_write_mode()
 // rxm's connection data as fi_rxm(7)/prov/rxm/README.md describes it: version 1, no
 // reject reason, name length, no credits, eager size, no connection id, the name (here an
 // IPv4 address the attacker claims as its listener) and a random endpoint id.
-std::vector<uint8_t> rxm_cm_data()
+sockaddr_in claimed_name(uint16_t port)
 {
 	sockaddr_in name{};
 	name.sin_family = AF_INET;
-	name.sin_port = htons(26001);
+	name.sin_port = htons(port);
 	name.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return name;
+}
+
+std::vector<uint8_t> rxm_cm_data(uint16_t port = 26001)
+{
+	sockaddr_in name = claimed_name(port);
 	std::vector<uint8_t> cm(16 + sizeof(name) + 8, 0);
 	cm[0] = 1;
 	cm[2] = sizeof(name);
@@ -79,7 +85,6 @@ struct Attack : ::testing::Test {
 		client = std::make_unique<Side>(rdm.get());
 		attacker = std::make_unique<Side>(msg.get());
 		ASSERT_TRUE(server->ok && client->ok && attacker->ok);
-		char name[128];
 		size_t len = sizeof(name);
 		ASSERT_EQ(fi_getname(&client->ep->fid, name, &len), 0);
 		ASSERT_EQ(fi_av_insert(server->av, name, 1, &client_at_server, 0, nullptr), 1);
@@ -204,6 +209,7 @@ struct Attack : ::testing::Test {
 					   &recv_bufs[i]), 0);
 	}
 
+	char name[128]{};  // the server's, as its peers insert it
 	InfoPtr rdm, msg;
 	std::unique_ptr<Side> server, client, attacker;
 	fi_addr_t client_at_server = FI_ADDR_NOTAVAIL, server_at_client = FI_ADDR_NOTAVAIL;
@@ -235,6 +241,56 @@ TEST_F(Attack, BlindRmaReachesNoRendezvousBuffer)
 				<< "receive buffer " << i << " changed before the client wrote";
 		finish(*client, *server);
 	}
+}
+
+// A peer learns a key the honest way (the server sends it a rendezvous request) and tries
+// it over a second connection it opened to the same server: the key is bound to the
+// connection it was offered on, so only that one reads it.
+TEST_F(Attack, OfferedKeyServesOnlyTheConnectionItWasSentOn)
+{
+	if (rndv_write_mode())
+		GTEST_SKIP() << "the read rendezvous offers the sender's keys";
+	fid_ep *offered_on = attacker->ep;
+	std::vector<uint8_t> cm = rxm_cm_data(26002);
+	fid_ep *other = iso::connect_msg(*attacker, name, cm.data(), cm.size(), nullptr,
+					 {server.get()});
+	ASSERT_NE(other, nullptr);
+	std::vector<uint8_t> request(4096, 0);
+	int recv_ctx = 0;
+	ASSERT_EQ(fi_recv(offered_on, request.data(), request.size(), nullptr, 0, &recv_ctx), 0);
+	// The server sends to the name the attacker's first connection claimed: rxm uses that
+	// connection, and the rendezvous request carries the source buffer's key.
+	sockaddr_in claimed = claimed_name(26001);
+	fi_addr_t attacker_at_server = FI_ADDR_NOTAVAIL;
+	ASSERT_EQ(fi_av_insert(server->av, &claimed, 1, &attacker_at_server, 0, nullptr), 1);
+	ASSERT_EQ(fi_tsend(server->ep, send_bufs[0].data(), kMsgSize, nullptr, attacker_at_server,
+			   7, &send_bufs[0]), 0);
+	bool found = false;
+	iso::Completion c = iso::wait_completion(*attacker, &recv_ctx, {server.get()}, found);
+	ASSERT_TRUE(found && !c.error) << "no rendezvous request reached the attacker";
+	// rxm header (56 bytes, op at byte 1: 3 = rendezvous request), then u32 count, u32 0,
+	// and {u64 addr, u64 len, u64 key} per segment (fi_rxm(7)).
+	ASSERT_EQ(request[1], 3);
+	uint64_t addr, seg_len, key;
+	memcpy(&addr, &request[56 + 8], 8);
+	memcpy(&seg_len, &request[56 + 16], 8);
+	memcpy(&key, &request[56 + 24], 8);
+	ASSERT_EQ(seg_len, kMsgSize);
+
+	std::vector<uint8_t> got(4096, 0);
+	int read_ctx = 0;
+	ASSERT_EQ(fi_read(other, got.data(), got.size(), nullptr, 0, addr, key, &read_ctx), 0);
+	c = iso::wait_completion(*attacker, &read_ctx, {server.get()}, found);
+	ASSERT_TRUE(found);
+	EXPECT_TRUE(c.error) << "a key offered to one connection served another";
+	EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](uint8_t b) { return b == 0; }));
+	// Over the connection it was offered on the same read works: the key was right.
+	ASSERT_EQ(fi_read(offered_on, got.data(), got.size(), nullptr, 0, addr, key, &read_ctx), 0);
+	c = iso::wait_completion(*attacker, &read_ctx, {server.get()}, found);
+	ASSERT_TRUE(found);
+	EXPECT_FALSE(c.error);
+	EXPECT_TRUE(iso::check_pattern(got.data(), got.size(), 100)) << "wrong bytes";
+	fi_close(&other->fid);
 }
 
 }  // namespace

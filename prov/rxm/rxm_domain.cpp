@@ -100,8 +100,10 @@ int RxmDomain::register_internal(void *buf, size_t len, uint64_t access, struct 
 	return ret;
 }
 
-void RxmDomain::bind_internal(struct fid_mr *mr, struct fid_ep *core_ep)
+int RxmDomain::bind_internal(struct fid_mr *mr, struct fid_ep *core_ep)
 {
+	if (!core_ep)
+		return -FI_ENOTCONN;
 	int ret = fi_mr_bind(mr, &core_ep->fid, 0);
 	if (ret == 0)
 		ret = fi_mr_enable(mr);
@@ -110,6 +112,7 @@ void RxmDomain::bind_internal(struct fid_mr *mr, struct fid_ep *core_ep)
 			 "core refuses binding registrations to an endpoint (%s): rendezvous "
 			 "buffers are reachable over any connection that knows their key\n",
 			 fi_strerror(-ret));
+	return 0;
 }
 
 RxmMr *RxmDomain::find_mr(uint64_t key)

@@ -43,8 +43,9 @@ public:
 	// Restricts an internal registration to RMA arriving on 'core_ep' (fi_mr_bind +
 	// fi_mr_enable, fi_mr(3)'s endpoint binding). A core that refuses keeps serving it
 	// domain-wide (logged once at info level): rxm still works, with the key's secrecy
-	// as the only protection.
-	void bind_internal(struct fid_mr *mr, struct fid_ep *core_ep);
+	// as the only protection, and this returns 0. -FI_ENOTCONN when the connection has no
+	// core endpoint any more (failed): the caller must not offer the key.
+	int bind_internal(struct fid_mr *mr, struct fid_ep *core_ep);
 
 	int av_open(struct fi_av_attr *attr, struct fid_av **av, void *context);
 	int cq_open(struct fi_cq_attr *attr, struct fid_cq **cq, void *context);

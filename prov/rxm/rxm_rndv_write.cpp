@@ -71,7 +71,11 @@ void RxmEndpoint::expose_for_rndv_write(RecvOp *op)
 			}
 			op->own_mr[op->own_mr_count++] = own;
 			// Only the peer whose request this answers may write it (closed with the op).
-			domain_->bind_internal(own, op->conn->core_ep);
+			ret = domain_->bind_internal(own, op->conn->core_ep);
+			if (ret) {
+				op->error = ret;
+				break;
+			}
 			key = fi_mr_key(own);
 		}
 		uint64_t addr = domain_->core_uses_virt_addr()

@@ -35,10 +35,11 @@ public:
 		rx.push_back({context, len, err, std::vector<uint8_t>(p, p + len)});
 	}
 	void remote_done(uint64_t) override {}
-	int remote_access(uint64_t, uint64_t, uint64_t, uint64_t, uint8_t **) override
+	int remote_access(uint64_t, uint64_t, uint64_t, uint64_t, uint8_t **, uint64_t *) override
 	{
 		return -FI_EACCES;
 	}
+	bool region_alive(uint64_t, uint64_t) override { return false; }
 	void connection_lost(int err) override { lost.push_back(err); }
 	void rx_starved() override { starved++; }
 

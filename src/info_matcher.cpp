@@ -241,11 +241,18 @@ bool addr_format_matches(uint32_t wanted, uint32_t offered)
 	       is_sockaddr_family(offered);
 }
 
-// The mr_mode value reported back: the bit form, or the legacy enum for API < 1.5.
-int reported_mr_mode(uint32_t version, int required)
+// The mr_mode value reported back: the bit form, or the legacy enum for API < 1.5. An
+// application that asked in the legacy form (FI_MR_BASIC or FI_MR_SCALABLE exactly) hears
+// back in it whenever the provider's needs are what that value means, as 1.17 answers.
+int reported_mr_mode(uint32_t version, int required, int asked)
 {
-	if (!FI_VERSION_LT(version, FI_VERSION(1, 5)))
+	if (!FI_VERSION_LT(version, FI_VERSION(1, 5))) {
+		if (asked == FI_MR_BASIC && !(required & ~mr_basic_bits))
+			return FI_MR_BASIC;
+		if (asked == FI_MR_SCALABLE && required == 0)
+			return FI_MR_SCALABLE;
 		return required;
+	}
 	return (required & (mr_basic_bits | FI_MR_LOCAL)) ? FI_MR_BASIC : FI_MR_SCALABLE;
 }
 
@@ -282,7 +289,8 @@ void narrow_info_to_hints(uint32_t version, fi_info *info, const fi_info *hints)
 		info->fabric_attr->api_version = version;
 	if (info->domain_attr) {
 		int required = required_mr_bits(info->domain_attr);
-		info->domain_attr->mr_mode = reported_mr_mode(version, required);
+		int asked = hints && hints->domain_attr ? hints->domain_attr->mr_mode : 0;
+		info->domain_attr->mr_mode = reported_mr_mode(version, required, asked);
 		if (FI_VERSION_LT(version, FI_VERSION(1, 5)) && (required & FI_MR_LOCAL))
 			info->mode |= FI_LOCAL_MR;
 	}

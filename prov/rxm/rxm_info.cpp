@@ -5,6 +5,7 @@
 #include "prov/rxm/rxm_provider.h"
 #include "prov/rxm/rxm_wire.h"
 #include "prov/util/error.h"
+#include "prov/util/mr_map.h"
 
 #include <rdma/fi_errno.h>
 
@@ -62,12 +63,15 @@ fi_info *core_hints(const fi_info *hints, const std::string &core)
 		// the core may only impose those the application accepts.
 		if (hints->domain_attr) {
 			int app = hints->domain_attr->mr_mode;
-			if (app == FI_MR_BASIC)
+			// A legacy FI_MR_BASIC request goes down as such, so the core gives
+			// BASIC's semantics (virtual addresses), not just what the bits allow.
+			int legacy_basic = (app & FI_MR_BASIC) ? FI_MR_BASIC : 0;
+			if (app & FI_MR_BASIC)
 				app = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 			else if (app == FI_MR_SCALABLE)
 				app = 0;
-			h->domain_attr->mr_mode =
-				FI_MR_LOCAL | (app & (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY));
+			h->domain_attr->mr_mode = FI_MR_LOCAL | legacy_basic |
+				(app & (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY));
 		}
 	}
 	return h;
@@ -132,7 +136,9 @@ fi_info *rdm_info_from_core(const fi_info *core)
 	d->resource_mgmt = FI_RM_ENABLED;
 	d->av_type = FI_AV_UNSPEC;
 	// rxm registers its own bounce buffers; applications only see the core's remote rules.
-	d->mr_mode = cd->mr_mode & (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY);
+	// (A core answering an old API version gives the legacy value: read it as bits.)
+	d->mr_mode = util::mr_mode_bits(cd->mr_mode) &
+		     (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY);
 	d->mr_key_size = cd->mr_key_size;
 	// Messages carry 64-bit CQ data in rxm's header, but fi_writedata hands it to the core's
 	// write with data, which may carry less (verbs: 32-bit immediate data).

@@ -119,7 +119,11 @@ uint64_t mr_mode_for(const fi_info *hints)
 	if (!hints || !hints->domain_attr)
 		return FI_MR_PROV_KEY;
 	int mode = hints->domain_attr->mr_mode;
-	if (mode == FI_MR_BASIC || mode == FI_MR_SCALABLE || mode == FI_MR_UNSPEC)
+	// A legacy FI_MR_BASIC application (fi_mr(3)) addresses remote memory by virtual
+	// address and reads provider keys: give it exactly that.
+	if (mode & FI_MR_BASIC)
+		return FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	if (mode == FI_MR_SCALABLE || mode == FI_MR_UNSPEC)
 		return 0;
 	return (mode & FI_MR_PROV_KEY) ? FI_MR_PROV_KEY : 0;
 }

@@ -33,7 +33,8 @@ public:
 	const struct fi_info *info() const noexcept { return info_; }
 	uint32_t api_version() const noexcept { return fabric_.api_version(); }
 	uint32_t addr_format() const noexcept { return info_->addr_format; }
-	int mr_mode() const noexcept { return info_->domain_attr->mr_mode; }
+	// In bit form (a legacy FI_MR_BASIC / FI_MR_SCALABLE value translated).
+	int mr_mode() const noexcept { return mr_map_.mr_mode(); }
 	Lock::Kind lock_kind() const noexcept { return lock_kind_; }
 	bool auto_progress() const noexcept { return auto_progress_; }
 

@@ -34,9 +34,20 @@ struct MrRegion {
 	uint64_t serial = 0;      // set by insert(), unique for the map's lifetime
 };
 
+// The mr_mode bits a domain_attr value stands for: the pre-1.5 values FI_MR_BASIC (virtual
+// addresses, provider keys, allocated memory) and FI_MR_SCALABLE (offsets, application keys)
+// become their bit form (fi_mr(3)); a bit-form value is returned as it is.
+constexpr int mr_mode_bits(int mr_mode)
+{
+	if (mr_mode & FI_MR_BASIC)
+		return (mr_mode & ~(FI_MR_BASIC | FI_MR_SCALABLE)) | FI_MR_VIRT_ADDR |
+		       FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	return mr_mode & ~FI_MR_SCALABLE;
+}
+
 class MrMap {
 public:
-	explicit MrMap(int mr_mode = 0) : mr_mode_(mr_mode) {}
+	explicit MrMap(int mr_mode = 0) : mr_mode_(mr_mode_bits(mr_mode)) {}
 
 	int mr_mode() const noexcept { return mr_mode_; }
 	bool provider_keys() const noexcept { return mr_mode_ & FI_MR_PROV_KEY; }

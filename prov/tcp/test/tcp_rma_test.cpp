@@ -204,3 +204,36 @@ TEST_F(TcpRma, MultipleTargetRegionsAreRefusedUpFront)
 	ASSERT_EQ(0, fi_writemsg(pair.client, &msg, FI_COMPLETION));
 	ASSERT_EQ(1, pair.wait_cq(pair.client_cq, &entry));
 }
+
+// A pre-1.5 application asking for FI_MR_BASIC (fi_mr(3): virtual addresses, provider keys)
+// gets FI_MR_BASIC back and those semantics: every registration may request key 0 (the
+// provider picks), and RMA names the target by its virtual address.
+TEST(TcpRmaLegacy, BasicModeMeansProviderKeysAndVirtualAddresses)
+{
+	for (uint32_t version : {FI_VERSION(1, 4), FI_VERSION(1, 17)}) {
+		TcpPair pair;
+		pair.version = version;
+		pair.mr_mode = FI_MR_BASIC;
+		ASSERT_TRUE(pair.open());
+		SCOPED_TRACE(version);
+		EXPECT_EQ(FI_MR_BASIC, pair.info->domain_attr->mr_mode);
+		ASSERT_TRUE(pair.connect());
+		std::vector<uint8_t> first(64, 1), second(64, 2);
+		fid_mr *mr1 = nullptr, *mr2 = nullptr;
+		ASSERT_EQ(0, fi_mr_reg(pair.domain, first.data(), first.size(), FI_REMOTE_WRITE, 0, 0,
+				       0, &mr1, nullptr));
+		ASSERT_EQ(0, fi_mr_reg(pair.domain, second.data(), second.size(),
+				       FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr2, nullptr));
+		EXPECT_NE(fi_mr_key(mr1), fi_mr_key(mr2));
+		const char text[] = "basic";
+		uint64_t where = reinterpret_cast<uintptr_t>(second.data()) + 8;
+		ASSERT_EQ(0, fi_write(pair.client, text, sizeof(text), nullptr, 0, where,
+				      fi_mr_key(mr2), nullptr));
+		fi_cq_data_entry entry{};
+		ASSERT_EQ(1, pair.wait_cq(pair.client_cq, &entry));
+		EXPECT_EQ(0, memcmp(second.data() + 8, text, sizeof(text)));
+		EXPECT_EQ(2, second[7]);
+		fi_close(&mr1->fid);
+		fi_close(&mr2->fid);
+	}
+}

@@ -61,9 +61,9 @@ bool TcpPair::open(fi_wait_obj cq_wait, fi_progress progress)
 	hints->ep_attr->type = FI_EP_MSG;
 	hints->caps = FI_MSG | FI_RMA | FI_MULTI_RECV;
 	hints->fabric_attr->prov_name = strdup("tcp");
-	hints->domain_attr->mr_mode = FI_MR_PROV_KEY;
+	hints->domain_attr->mr_mode = mr_mode;
 	hints->domain_attr->data_progress = progress;
-	if (!ok(fi_getinfo(FI_VERSION(1, 17), node.c_str(), "0", FI_SOURCE, hints, &info),
+	if (!ok(fi_getinfo(version, node.c_str(), "0", FI_SOURCE, hints, &info),
 		"fi_getinfo"))
 		return false;
 	fi_eq_attr eq_attr{};
@@ -101,7 +101,7 @@ bool TcpPair::open_client()
 	memcpy(h->dest_addr, listen_addr.data(), listen_addr.size());
 	h->dest_addrlen = listen_addr.size();
 	h->addr_format = info->addr_format;
-	int ret = fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, h, &client_info);
+	int ret = fi_getinfo(version, nullptr, nullptr, 0, h, &client_info);
 	fi_freeinfo(h);
 	if (!ok(ret, "fi_getinfo (client)"))
 		return false;

@@ -64,6 +64,9 @@ public:
 	fid_ep *client = nullptr, *server = nullptr;
 	// Runs on the accepted endpoint before fi_enable (e.g. to bind counters).
 	std::function<void(fid_ep *)> before_server_enable;
+	// What open() asks fi_getinfo for (set them before open()).
+	uint32_t version = FI_VERSION(1, 17);
+	int mr_mode = FI_MR_PROV_KEY;
 	// Runs on each new client endpoint before fi_enable (set it before open()).
 	std::function<void(fid_ep *)> before_client_enable;
 	std::vector<uint8_t> listen_addr;

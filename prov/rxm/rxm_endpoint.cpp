@@ -207,11 +207,17 @@ int RxmEndpoint::enable()
 	if (inject_limit_ > eager_limit_)
 		inject_limit_ = eager_limit_;
 	// Same-host pulls need RMA reads to fall back on; the offer (segments plus kCmaOfferSize bytes) must fit a bounce buffer.
-	// By default only over byte-stream cores: there the alternative is two copies through
-	// the loopback socket; an RDMA core's own reads are left alone unless asked for.
+	// Only over byte-stream cores, where the alternative is two copies through the loopback
+	// socket (and where the kernel can tell who holds the far end, see below).
 	bool byte_stream_core = domain_->core_info()->ep_attr &&
 				domain_->core_info()->ep_attr->protocol == FI_PROTO_SOCK_TCP;
-	cma_ = (p.use_cma_set ? p.use_cma : byte_stream_core) && !p.use_rndv_write && domain_->rma_capable() &&
+	// A peer's pid is believed only when it owns the kernel socket at the far end of the
+	// connection (rxm_cma_owner.h): a core without kernel sockets (verbs) cannot show that.
+	if (p.use_cma_set && p.use_cma && !byte_stream_core)
+		RXM_INFO(FI_LOG_EP_CTRL, "use_cma ignored: the core has no kernel sockets by which "
+					 "a same-host peer could be proved\n");
+	cma_ = byte_stream_core && (!p.use_cma_set || p.use_cma) && !p.use_rndv_write &&
+	       domain_->rma_capable() &&
 	       rndv_payload_size(kRndvMaxSegments) + kCmaOfferSize <= eager_limit_ &&
 	       cma_make_token(cma_token_);
 	cma_rndv_min_ = cma_ ? std::min(p.cma_rndv_min, sar_limit_) : SIZE_MAX;
@@ -263,6 +269,16 @@ int RxmEndpoint::enable()
 	free(core_conn_info_->src_addr);
 	core_conn_info_->src_addr = nullptr;
 	core_conn_info_->src_addrlen = 0;
+	// Over sockets, connections leave from our name's IP: peers hold the IP in our CM data
+	// against the one they see (rxm_conn_rules.h), and on a host with several addresses the
+	// kernel's route could otherwise pick another.
+	if (byte_stream_core) {
+		int ret2 = bind_connections_to_own_ip();
+		if (ret2) {
+			ret = ret2;
+			goto fail;
+		}
+	}
 
 	{
 		size_t tx_count = std::max<size_t>(64, p.msg_tx_size * 2);

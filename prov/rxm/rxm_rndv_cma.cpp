@@ -2,15 +2,38 @@
 // pulling a matched rendezvous with process_vm_readv. Any failure sends the connection back
 // to RMA reads through the core for good; the sender learns it from rndv_done's flags.
 #include "prov/rxm/rxm_cma.h"
+#include "prov/rxm/rxm_cma_owner.h"
 #include "prov/rxm/rxm_endpoint.h"
 #include "prov/rxm/rxm_provider.h"
 
+#include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
+
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cstring>
 
 namespace rxm {
+
+// The pid must own the socket at the far end of this very connection (rxm_cma_owner.h) before
+// its token is even read: the token proves an address space, not who is talking to us.
+static int check_peer_owns_connection(struct fid_ep *core_ep, uint32_t pid)
+{
+	if (!core_ep)
+		return -FI_ENOTCONN;
+	sockaddr_storage local{}, peer{};
+	size_t local_len = sizeof(local), peer_len = sizeof(peer);
+	int ret = fi_getname(&core_ep->fid, &local, &local_len);
+	if (!ret)
+		ret = fi_getpeer(core_ep, &peer, &peer_len);
+	if (ret)
+		return ret;
+	if (local_len > sizeof(local) || peer_len > sizeof(peer))
+		return -FI_EINVAL;
+	return cma_check_socket_owner(static_cast<pid_t>(pid), reinterpret_cast<sockaddr *>(&local),
+				      reinterpret_cast<sockaddr *>(&peer));
+}
 
 bool RxmEndpoint::check_cma_offer(RxmConn *conn, std::span<const uint8_t> bytes,
 				  CmaOffer *decoded)
@@ -20,7 +43,9 @@ bool RxmEndpoint::check_cma_offer(RxmConn *conn, std::span<const uint8_t> bytes,
 	const CmaOffer &offer = *decoded;
 	if (conn->cma_peer_pid != 0)
 		return true; // proved (or refused) on the connection's first offer
-	int ret = cma_ ? cma_check_peer(offer) : -FI_ENOSYS;
+	int ret = cma_ ? check_peer_owns_connection(conn->core_ep, offer.pid) : -FI_ENOSYS;
+	if (!ret)
+		ret = cma_check_peer(offer);
 	if (ret) {
 		conn->cma_peer_pid = -1;
 		RXM_INFO(FI_LOG_EP_DATA, "peer claiming pid %u not proved (%s): its rendezvous data "

@@ -10,9 +10,12 @@
 
 #include <rdma/fi_errno.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 
 namespace rxm {
@@ -28,7 +31,8 @@ static const char *action_name(ConnreqAction action)
 	switch (action) {
 	case ConnreqAction::accept: return "accept";
 	case ConnreqAction::accept_self: return "accept (self)";
-	case ConnreqAction::accept_replacing: return "accept, replacing the old connection";
+	case ConnreqAction::accept_replacing: return "accept, replacing the dead connection";
+	case ConnreqAction::reject_live_peer: return "reject (the connection to that name is alive)";
 	case ConnreqAction::accept_dropping_ours: return "accept, dropping our own attempt";
 	case ConnreqAction::reject_simultaneous: return "reject (simultaneous, ours wins)";
 	case ConnreqAction::reject_duplicate: return "reject (duplicate)";
@@ -240,6 +244,38 @@ int RxmEndpoint::setup_core_ep(RxmConn *conn, struct fi_info *info)
 	return 0;
 }
 
+int RxmEndpoint::bind_connections_to_own_ip()
+{
+	sockaddr_storage sa{};
+	if (own_name_.size() > sizeof(sa))
+		return 0;
+	memcpy(&sa, own_name_.data(), own_name_.size());
+	size_t len = 0;
+	if (sa.ss_family == AF_INET && own_name_.size() == sizeof(sockaddr_in)) {
+		auto *in = reinterpret_cast<sockaddr_in *>(&sa);
+		if (in->sin_addr.s_addr == htonl(INADDR_ANY))
+			return 0; // no IP of our own to show (and the check sees no IP to compare)
+		in->sin_port = 0;
+		len = sizeof(sockaddr_in);
+	} else if (sa.ss_family == AF_INET6 && own_name_.size() == sizeof(sockaddr_in6)) {
+		auto *in6 = reinterpret_cast<sockaddr_in6 *>(&sa);
+		if (IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr))
+			return 0;
+		in6->sin6_port = 0;
+		len = sizeof(sockaddr_in6);
+	} else {
+		return 0;
+	}
+	void *copy = malloc(len);
+	if (!copy)
+		return -FI_ENOMEM;
+	memcpy(copy, &sa, len);
+	free(core_conn_info_->src_addr);
+	core_conn_info_->src_addr = copy;
+	core_conn_info_->src_addrlen = len;
+	return 0;
+}
+
 int RxmEndpoint::start_connect(RxmConn *conn)
 {
 	int ret = setup_core_ep(conn, core_conn_info_);
@@ -310,6 +346,23 @@ void RxmEndpoint::close_retired()
 // get the same fid address. The others are kept, in order, for drain_core_eq.
 void RxmEndpoint::set_aside_eq_events(const std::vector<RetiredCoreEp> &closed)
 {
+	read_core_eq_ahead();
+	std::erase_if(eq_backlog_, [&](CoreEqEvent &ev) {
+		fid_t fid = ev.fid();
+		for (const RetiredCoreEp &r : closed) {
+			if (fid == &r.ep->fid) {
+				RXM_INFO(FI_LOG_EP_CTRL, "dropping %s of a closed core endpoint\n",
+					 ev.error ? "an error event" : "an event");
+				return true;
+			}
+		}
+		return false;
+	});
+}
+
+// Moves what the core EQ holds, in order, to eq_backlog_ (drain_core_eq handles it there).
+void RxmEndpoint::read_core_eq_ahead()
+{
 	alignas(fi_eq_cm_entry) uint8_t buf[sizeof(fi_eq_cm_entry) + 256];
 	for (;;) {
 		CoreEqEvent ev;
@@ -330,17 +383,39 @@ void RxmEndpoint::set_aside_eq_events(const std::vector<RetiredCoreEp> &closed)
 		}
 		eq_backlog_.push_back(std::move(ev));
 	}
-	std::erase_if(eq_backlog_, [&](CoreEqEvent &ev) {
-		fid_t fid = ev.fid();
-		for (const RetiredCoreEp &r : closed) {
-			if (fid == &r.ep->fid) {
-				RXM_INFO(FI_LOG_EP_CTRL, "dropping %s of a closed core endpoint\n",
-					 ev.error ? "an error event" : "an event");
-				return true;
-			}
-		}
-		return false;
-	});
+}
+
+// A connection is known dead once its core said so: a failed completion (handled while the
+// CQ is drained, it closes the connection) or a shutdown or error event for its endpoint.
+// A restarted process's old socket was closed by its kernel, so that news is usually there
+// already; otherwise probe_connection provokes it.
+bool RxmEndpoint::connection_known_dead(RxmConn *conn)
+{
+	if (conn->state == ConnState::closed || !conn->core_ep)
+		return true;
+	drain_core_cq_until_empty();
+	if (conn->state == ConnState::closed || !conn->core_ep)
+		return true;
+	read_core_eq_ahead();
+	for (CoreEqEvent &ev : eq_backlog_)
+		if (ev.fid() == &conn->core_ep->fid && (ev.error || ev.event == FI_SHUTDOWN))
+			return true;
+	return false;
+}
+
+// Sends a message every rxm peer ignores (rxm_wire.h, kLivenessProbeMsgId) on a connection
+// that looks alive while someone else claims its peer's name. A live peer absorbs it; a dead
+// one's transport answers with an error (TCP reset, RC retry exhaustion), which closes the
+// connection, so the claimant's next retry is accepted. At most one per retry interval.
+void RxmEndpoint::probe_connection(RxmConn *conn)
+{
+	if (conn->state != ConnState::connected)
+		return;
+	Clock::time_point now = Clock::now();
+	if (conn->last_probe != Clock::time_point{} && now - conn->last_probe < kDuplicateRetryDelay)
+		return;
+	conn->last_probe = now;
+	send_control(conn, WireOp::delivery_ack, kLivenessProbeMsgId, 0);
 }
 
 void RxmEndpoint::handle_core_eq_event(CoreEqEvent &ev)
@@ -386,6 +461,20 @@ void RxmEndpoint::handle_connreq(const struct fi_eq_cm_entry *entry, size_t data
 		fi_freeinfo(info);
 		return;
 	}
+	ClaimCheck claim = check_claimed_source(cm.identity.name_bytes(),
+						{static_cast<const uint8_t *>(info->dest_addr),
+						 info->dest_addr ? info->dest_addrlen : 0});
+	if (claim == ClaimCheck::disagrees) {
+		RXM_INFO(FI_LOG_EP_CTRL, "request from %s claiming the name %s refused: the name's "
+					 "IP is not the connection's\n",
+			 describe_address({static_cast<const char *>(info->dest_addr),
+					   info->dest_addrlen}).c_str(),
+			 describe_address(name.view()).c_str());
+		size_t len = own_cm_data(reply, RejectReason::bad_request);
+		fi_reject(pep_, info->handle, reply, len);
+		fi_freeinfo(info);
+		return;
+	}
 	auto it = peers_.find(name);
 	RxmConn *existing = it != peers_.end() ? it->second : nullptr;
 	PeerConnState state = PeerConnState::none;
@@ -394,15 +483,22 @@ void RxmEndpoint::handle_connreq(const struct fi_eq_cm_entry *entry, size_t data
 	else if (existing &&
 		 (existing->state == ConnState::connected || existing->state == ConnState::accepting))
 		state = PeerConnState::connected;
-	ConnreqAction action = decide_connreq(identity_, cm.identity, state,
-					      existing ? existing->peer_identity.endpoint_id : 0);
+	uint64_t known_peer_id = existing ? existing->peer_identity.endpoint_id : 0;
+	ConnreqAction action = decide_connreq(identity_, cm.identity, state, known_peer_id);
+	if (action == ConnreqAction::reject_live_peer && connection_known_dead(existing))
+		action = decide_connreq(identity_, cm.identity, state, known_peer_id, true);
 	RXM_INFO(FI_LOG_EP_CTRL, "request from %s (id %016llx; ours: conn %p %s): %s\n",
 		 describe_address(name.view()).c_str(),
 		 static_cast<unsigned long long>(cm.identity.endpoint_id),
 		 static_cast<void *>(existing), existing ? state_name(existing->state) : "none",
 		 action_name(action));
+	if (action == ConnreqAction::reject_live_peer)
+		probe_connection(existing); // a restarted peer's retry then finds it dead
 	if (action == ConnreqAction::reject_simultaneous ||
-	    action == ConnreqAction::reject_duplicate) {
+	    action == ConnreqAction::reject_duplicate ||
+	    action == ConnreqAction::reject_live_peer) {
+		// A live peer's name claimed again is answered like a duplicate: a genuinely
+		// restarted requester retries every kDuplicateRetryDelay until its timeout.
 		size_t len = own_cm_data(reply, action == ConnreqAction::reject_simultaneous
 							? RejectReason::simultaneous
 							: RejectReason::duplicate);
@@ -424,7 +520,7 @@ void RxmEndpoint::handle_connreq(const struct fi_eq_cm_entry *entry, size_t data
 		conn->receive_only = true; // our own request: sends use the connecting half
 		break;
 	case ConnreqAction::accept_replacing:
-		fail_conn(existing, -FI_ECONNRESET); // the old instance of the peer is gone
+		fail_conn(existing, -FI_ECONNRESET); // known dead: the old instance is gone
 		peers_[name] = conn;
 		break;
 	case ConnreqAction::accept_dropping_ours:

@@ -88,6 +88,8 @@ public:
 	// Rejected as a duplicate (the peer still holds our previous, dead connection): when to
 	// ask again. The epoch value means no retry is planned.
 	std::chrono::steady_clock::time_point retry_at{};
+	// When probe_connection last tested this connection for another claimant of its name.
+	std::chrono::steady_clock::time_point last_probe{};
 };
 
 // A core endpoint rxm no longer uses. It stays open until the end of the progress call that

@@ -242,6 +242,10 @@ private:
 	void trim_conns();
 	void finish_core_held(RxmConn *conn, int err);
 	void set_aside_eq_events(const std::vector<RetiredCoreEp> &closed);
+	void read_core_eq_ahead();
+	int bind_connections_to_own_ip();
+	bool connection_known_dead(RxmConn *conn);
+	void probe_connection(RxmConn *conn);
 	void run_conn_timers();
 	void retry_connect(RxmConn *old);
 	void arm_conn_timer(std::chrono::steady_clock::time_point when);

@@ -444,6 +444,8 @@ void RxmEndpoint::handle_message(RxmConn *conn, const WireHeader &hdr,
 		handle_rndv_done(conn, hdr);
 		break;
 	case WireOp::delivery_ack: {
+		if (hdr.msg_id == kLivenessProbeMsgId)
+			break; // the sender only tests that this connection is alive
 		TxOp *op = awaiting_op(conn, hdr.msg_id, TxKind::eager);
 		if (!op) {
 			RXM_WARN(FI_LOG_EP_DATA, "unexpected delivery_ack ignored\n");

@@ -65,6 +65,11 @@ void encode_header(const WireHeader &hdr, uint8_t *out);
 // when the bytes are not a well-formed rxm message.
 int decode_message(std::span<const uint8_t> message, WireHeader *hdr);
 
+// msg_id of a delivery_ack that acknowledges nothing: a liveness probe (rxm_conn.cpp), sent
+// to provoke a transport error on a connection whose peer may be gone. Receivers ignore it.
+// No send's id takes this value (ids are generation << 32 | pool index).
+constexpr uint64_t kLivenessProbeMsgId = ~0ULL;
+
 // Rendezvous request payload: the sender's registered buffers.
 struct RndvSegment {
 	uint64_t addr;

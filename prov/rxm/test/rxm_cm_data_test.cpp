@@ -4,6 +4,8 @@
 
 #include <rdma/fi_errno.h>
 
+#include <arpa/inet.h>
+
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -89,9 +91,67 @@ TEST(RxmConnRules, SelfRestartDuplicateAndRefusal)
 	EndpointIdentity a = identity("a", 1), b = identity("b", 5), b_restarted = identity("b", 6);
 	EXPECT_EQ(ConnreqAction::accept_self, decide_connreq(a, a, PeerConnState::connecting, 0));
 	EXPECT_EQ(ConnreqAction::accept, decide_connreq(a, b, PeerConnState::none, 0));
-	EXPECT_EQ(ConnreqAction::accept_replacing,
+	// Another instance claiming b: refused while b's connection looks alive, accepted (and
+	// the old connection closed) once that connection is known dead.
+	EXPECT_EQ(ConnreqAction::reject_live_peer,
 		  decide_connreq(a, b_restarted, PeerConnState::connected, 5));
+	EXPECT_EQ(ConnreqAction::accept_replacing,
+		  decide_connreq(a, b_restarted, PeerConnState::connected, 5, true));
 	EXPECT_EQ(ConnreqAction::reject_duplicate, decide_connreq(a, b, PeerConnState::connected, 5));
+	EXPECT_EQ(ConnreqAction::reject_duplicate,
+		  decide_connreq(a, b, PeerConnState::connected, 5, true));
 	EXPECT_EQ(RejectAction::fail_sends, decide_rejected(RejectReason::none));
 	EXPECT_EQ(RejectAction::fail_sends, decide_rejected(RejectReason::bad_request));
+}
+
+namespace {
+
+std::vector<uint8_t> ipv4(const char *ip, uint16_t port)
+{
+	sockaddr_in sa{};
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons(port);
+	inet_pton(AF_INET, ip, &sa.sin_addr);
+	auto *p = reinterpret_cast<const uint8_t *>(&sa);
+	return {p, p + sizeof(sa)};
+}
+
+std::vector<uint8_t> ipv6(const char *ip, uint16_t port)
+{
+	sockaddr_in6 sa{};
+	sa.sin6_family = AF_INET6;
+	sa.sin6_port = htons(port);
+	inet_pton(AF_INET6, ip, &sa.sin6_addr);
+	auto *p = reinterpret_cast<const uint8_t *>(&sa);
+	return {p, p + sizeof(sa)};
+}
+
+} // namespace
+
+TEST(RxmConnRules, ClaimedNameMustShowTheConnectionsIp)
+{
+	// Ports never matter: requests leave from ephemeral ports.
+	EXPECT_EQ(ClaimCheck::agrees, check_claimed_source(ipv4("127.0.0.1", 5000),
+							   ipv4("127.0.0.1", 40000)));
+	EXPECT_EQ(ClaimCheck::disagrees, check_claimed_source(ipv4("127.0.0.1", 5000),
+							      ipv4("127.0.0.2", 40000)));
+	EXPECT_EQ(ClaimCheck::agrees, check_claimed_source(ipv6("fe80::1", 5000),
+							   ipv6("fe80::1", 40000)));
+	EXPECT_EQ(ClaimCheck::disagrees, check_claimed_source(ipv6("fe80::1", 5000),
+							      ipv6("fe80::2", 40000)));
+	// A dual-stack listener shows IPv4 peers as IPv4-mapped IPv6.
+	EXPECT_EQ(ClaimCheck::agrees, check_claimed_source(ipv4("10.1.2.3", 5000),
+							   ipv6("::ffff:10.1.2.3", 40000)));
+	EXPECT_EQ(ClaimCheck::disagrees, check_claimed_source(ipv4("10.1.2.3", 5000),
+							      ipv6("::ffff:10.1.2.4", 40000)));
+	// A claim that is no IP address at all cannot agree with an IP connection.
+	std::vector<uint8_t> junk(16, 0xab);
+	EXPECT_EQ(ClaimCheck::disagrees, check_claimed_source(junk, ipv4("127.0.0.1", 1)));
+	EXPECT_EQ(ClaimCheck::disagrees, check_claimed_source({}, ipv4("127.0.0.1", 1)));
+	std::vector<uint8_t> short_v4 = ipv4("127.0.0.1", 1);
+	short_v4.resize(8);
+	EXPECT_EQ(ClaimCheck::disagrees, check_claimed_source(short_v4, ipv4("127.0.0.1", 1)));
+	// A transport without IP addresses shows nothing to hold the claim against.
+	EXPECT_EQ(ClaimCheck::not_comparable, check_claimed_source(ipv4("127.0.0.1", 1), {}));
+	EXPECT_EQ(ClaimCheck::not_comparable, check_claimed_source(ipv4("127.0.0.1", 1), junk));
 }

@@ -8,6 +8,7 @@
 // A genuinely restarted client (same name, new endpoint) still gets in, within 5 s.
 #include "test/adversarial/ident_forged_peer.h"
 #include "test/badinput/fabric_harness.h"
+#include "test/leaks/process_usage.h"
 
 #include <rdma/fi_errno.h>
 
@@ -236,6 +237,7 @@ struct Fixture : ::testing::Test {
 		while (stream.received() < 100 && Clock::now() < deadline)
 			stream.step();
 		ASSERT_GE(stream.received(), 100) << "the legitimate stream did not start";
+		int fds_before = process_usage::open_fd_count();
 		for (int i = 0; i < attempts; i++) {
 			ident::ForgedPeer attacker(src_ip);
 			ASSERT_TRUE(attacker.ok());
@@ -260,6 +262,12 @@ struct Fixture : ::testing::Test {
 		EXPECT_EQ(stream.bad(), 0) << "messages with wrong content or duplicates";
 		EXPECT_EQ(stream.send_errors(), 0);
 		EXPECT_LT(secs, 20.0);
+		// The refused requests' sockets are gone once the server has progressed a little
+		// (the attackers' own were closed with them).
+		auto fd_deadline = Clock::now() + std::chrono::seconds(5);
+		while (process_usage::open_fd_count() > fds_before && Clock::now() < fd_deadline)
+			stream.step();
+		EXPECT_LE(process_usage::open_fd_count(), fds_before) << "fds left by the attack";
 	}
 
 	fi_info *info = nullptr;

@@ -47,10 +47,10 @@ ssize_t RxmEndpoint::atomic_common(const struct fi_msg_atomic *msg, const struct
 	RxmConn *conn = conn_for_send(msg->addr, &err);
 	if (!conn)
 		return err;
-	TxOp *op = alloc_op(true);
+	TxOp *op = alloc_op(conn);
 	if (!op)
 		return -FI_EAGAIN;
-	TxBuffer *buf = alloc_tx_buffer(true);
+	TxBuffer *buf = alloc_tx_buffer(conn);
 	if (!buf) {
 		free_op(op);
 		return -FI_EAGAIN;

@@ -129,8 +129,10 @@ bool RxmEndpoint::conn_referenced(const RxmConn *conn) const
 			if (r.conn == conn)
 				return true;
 	for (const TxBuffer &b : tx_buffers_)
-		if (b.conn == conn)
+		if (b.conn == conn || b.charged == conn)
 			return true;
+	if (conn->ops_held || conn->tx_buffers_held)
+		return true;
 	for (const TxOp &op : ops_)
 		if (op.in_use && op.conn == conn)
 			return true;
@@ -430,11 +432,22 @@ void RxmEndpoint::handle_core_eq_event(CoreEqEvent &ev)
 			ev.entry.size());
 }
 
-// Moves the queued sends of one connection attempt to the connection that replaces it.
+// Moves the queued sends of one connection attempt to the connection that replaces it, with
+// their charges against the peer's share.
 static void move_backlog(RxmConn *from, RxmConn *to)
 {
 	while (TxOp *op = from->backlog.pop_front()) {
 		op->conn = to;
+		if (op->charged == from) {
+			from->ops_held--;
+			to->ops_held++;
+			op->charged = to;
+		}
+		if (op->prepared && op->prepared->charged == from) {
+			from->tx_buffers_held--;
+			to->tx_buffers_held++;
+			op->prepared->charged = to;
+		}
 		to->backlog.push_back(op);
 	}
 }
@@ -724,8 +737,10 @@ static bool setting_up(const RxmConn *conn)
 // next deadline. Runs from progress only while some connection is being set up.
 void RxmEndpoint::run_conn_timers()
 {
-	if (!conn_timers_active_)
+	if (!conn_timers_active_) {
+		arm_conn_timer(rndv_read_next_); // sleepers also wake for rendezvous read deadlines
 		return;
+	}
 	Clock::time_point now = Clock::now();
 	Clock::time_point next{};
 	std::vector<RxmConn *> expired, retry;
@@ -759,6 +774,9 @@ void RxmEndpoint::run_conn_timers()
 	for (RxmConn *conn : retry)
 		retry_connect(conn);
 	conn_timers_active_ = remaining || !retry.empty();
+	if (rndv_read_next_ != Clock::time_point{} &&
+	    (next == Clock::time_point{} || rndv_read_next_ < next))
+		next = rndv_read_next_;
 	arm_conn_timer(next); // a retried attempt's deadline is armed on the next pass
 }
 

@@ -64,6 +64,10 @@ public:
 	struct fid_mr *rx_mr = nullptr;
 	bool rx_posted = false;
 
+	// Application operation slots and bounce buffers charged to this peer (rxm_share.h).
+	uint32_t ops_held = 0;
+	uint32_t tx_buffers_held = 0;
+
 	IntrusiveList<TxOp> backlog;  // in order; the front is the next to hand to the core
 	IntrusiveList<TxOp> awaiting; // rendezvous sends waiting for rndv_done
 

@@ -298,6 +298,7 @@ int RxmEndpoint::enable()
 			TxBuffer &b = tx_buffers_[i];
 			b.core.kind = CoreOpKind::tx_buffer;
 			b.core.owner = nullptr;
+			b.charged = nullptr;
 			b.conn = nullptr;
 			b.data = tx_slab_.data() + i * buf_size;
 			b.next_free = free_tx_;
@@ -679,6 +680,7 @@ void RxmEndpoint::progress()
 		drain_core_eq();
 	}
 	post_pending_reads();
+	expire_rndv_reads(now);
 	post_pending_writes();
 	for (auto &[name, conn] : peers_)
 		if (!conn->backlog.empty())

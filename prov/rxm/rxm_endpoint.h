@@ -148,11 +148,13 @@ private:
 	// Sending (rxm_send.cpp)
 	ssize_t send_common(const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
 			    void *context, uint64_t data, uint64_t tag, uint64_t flags, bool tagged);
-	// Application operations leave kControlReserve slots for internal messages (rendezvous
-	// done, acks, atomic responses), which must never fail for lack of room.
-	TxOp *alloc_op(bool for_application = false);
+	// Application operations (for_peer set) leave kControlReserve slots for internal
+	// messages (rendezvous done, acks, atomic responses), which must never fail for lack of
+	// room, and are held to the peer's share (rxm_share.h) and charged to it: a peer that
+	// does not drain cannot take the pool from the others.
+	TxOp *alloc_op(RxmConn *for_peer = nullptr);
 	void free_op(TxOp *op);
-	TxBuffer *alloc_tx_buffer(bool for_application = false); // same reserve idea as ops
+	TxBuffer *alloc_tx_buffer(RxmConn *for_peer = nullptr); // same reserve and share as ops
 	void free_tx_buffer(TxBuffer *buf);
 	bool wants_tx_completion(uint64_t flags) const;
 	void queue_op(RxmConn *conn, TxOp *op);
@@ -203,6 +205,8 @@ private:
 	void start_rndv_reads(RecvOp *op, const uint64_t *cma_addr);
 	void post_pending_reads();
 	void on_rndv_read_done(RecvOp *op, int err);
+	// Fails the connections of rendezvous reads their peer did not serve in time.
+	void expire_rndv_reads(std::chrono::steady_clock::time_point now);
 	// cma_addr: the virtual addresses of a same-host offer (rxm_cma.h), used if op's
 	// request carried one.
 	void start_rndv(RecvOp *op, const uint64_t *cma_addr);
@@ -343,6 +347,9 @@ private:
 	std::vector<RxBuffer> srx_buffers_;
 	struct fid_mr *srx_mr_ = nullptr;
 	std::deque<RecvOp *> pending_reads_;
+	// Earliest deadline of a rendezvous read in the core (epoch: none); at or after it,
+	// progress looks for reads their peer did not serve (expire_rndv_reads).
+	std::chrono::steady_clock::time_point rndv_read_next_{};
 	std::deque<TxOp *> pending_writes_;
 	// FI_PROGRESS_AUTO data progress: a thread runs progress() while the endpoint is enabled.
 	std::thread progress_thread_;

@@ -14,6 +14,7 @@
 
 #include <sys/uio.h>
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -53,6 +54,7 @@ struct TxBuffer {
 	CoreContext core;
 	TxOp *op;       // owner; nullptr for internal control messages
 	RxmConn *conn;  // set while the core holds the buffer
+	RxmConn *charged; // the peer whose share it counts against (application buffers)
 	uint8_t *data;
 	size_t len;
 	TxBuffer *next_free;
@@ -80,6 +82,7 @@ struct TxOp : ListNode {
 	void *context;
 	uint64_t cq_flags;  // FI_SEND|FI_MSG / FI_TAGGED / FI_RMA|FI_WRITE ...
 	RxmConn *conn;
+	RxmConn *charged;   // the peer whose share it counts against (application ops)
 	WireHeader hdr;     // template for the wire header(s)
 	iovec iov[kRndvMaxSegments];
 	void *desc[kRndvMaxSegments]; // core descriptors
@@ -136,6 +139,8 @@ struct RecvOp {
 	size_t rndv_count;
 	uint64_t rndv_issued;     // bytes for which reads were posted
 	uint32_t reads_outstanding;
+	// When the read in the core counts as not served (FI_OFI_RXM_RNDV_READ_TIMEOUT).
+	std::chrono::steady_clock::time_point read_deadline;
 	fid_mr *own_mr[kRndvMaxSegments];
 	size_t own_mr_count;
 	int error;

@@ -57,6 +57,15 @@ void define_params()
 			"Seconds a connection to a peer may take to come up (request sent or "
 			"received until established); then the sends waiting for it fail with "
 			"FI_ETIMEDOUT. 0 waits forever (default %d).", g_params.conn_timeout_s);
+	fi_param_define(&rxm_prov, "rndv_read_timeout", FI_PARAM_INT,
+			"Seconds a rendezvous read may wait for the sending peer to serve it; then "
+			"the receive completes with FI_ETIMEDOUT and the connection to that peer is "
+			"closed. 0 waits forever (default %d).", g_params.rndv_read_timeout_s);
+	fi_param_define(&rxm_prov, "unexpected_budget", FI_PARAM_SIZE_T,
+			"Bytes of unexpected messages (not yet matched by a receive) buffered per "
+			"peer; a peer over it is no longer read (its data waits in the core, nothing "
+			"is dropped) until the application's receives take its messages "
+			"(default %zu).", g_params.unexpected_budget);
 	fi_param_define(&rxm_prov, "cm_progress_interval", FI_PARAM_SIZE_T,
 			"Microseconds between reads of the core event queue (connection "
 			"management) while the core completion queue keeps delivering; a progress "
@@ -109,6 +118,13 @@ void read_params()
 		else
 			RXM_WARN(FI_LOG_CORE, "ignoring conn_timeout=%d, below 0\n", timeout);
 	}
+	if (fi_param_get_int(&rxm_prov, "rndv_read_timeout", &timeout) == 0) {
+		if (timeout >= 0)
+			g_params.rndv_read_timeout_s = timeout;
+		else
+			RXM_WARN(FI_LOG_CORE, "ignoring rndv_read_timeout=%d, below 0\n", timeout);
+	}
+	read_size("unexpected_budget", &g_params.unexpected_budget, 1);
 	// A wire header's payload_len is 32 bits; keep buffers far below that.
 	if (g_params.buffer_size > (1u << 30))
 		g_params.buffer_size = 1u << 30;

@@ -41,6 +41,11 @@ struct RxmParams {
 	bool use_srx = true;         // one shared receive context per endpoint when the core has it
 	bool data_auto_progress = false;
 	int conn_timeout_s = 30;     // connection setup limit; 0: wait as long as it takes
+	// A rendezvous read the peer does not serve for this long fails its receive with
+	// FI_ETIMEDOUT (and the connection); 0: wait as long as it takes.
+	int rndv_read_timeout_s = 30;
+	// Bytes of unexpected messages buffered per peer before rxm stops reading that peer.
+	size_t unexpected_budget = 8u << 20;
 	// Microseconds between reads of the core EQ while the core CQ keeps delivering (an
 	// idle progress call always reads it).
 	size_t cm_progress_interval_us = 10000;

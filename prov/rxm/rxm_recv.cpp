@@ -714,7 +714,43 @@ void RxmEndpoint::post_pending_reads()
 		}
 		op->rndv_issued += chunk;
 		op->reads_outstanding = 1;
+		if (int timeout = params().rndv_read_timeout_s) {
+			op->read_deadline = std::chrono::steady_clock::now() +
+					    std::chrono::seconds(timeout);
+			if (rndv_read_next_ == std::chrono::steady_clock::time_point{} ||
+			    op->read_deadline < rndv_read_next_)
+				rndv_read_next_ = op->read_deadline;
+		}
 	}
+}
+
+// A peer that never serves our read (stalled, or hostile) would hold the matched receive
+// forever. Its connection is failed instead: the core closes it and flushes the read, so
+// nothing is written into the buffer after the receive completes (with FI_ETIMEDOUT, through
+// finish_core_held once the core CQ was read empty).
+void RxmEndpoint::expire_rndv_reads(std::chrono::steady_clock::time_point now)
+{
+	using Clock = std::chrono::steady_clock;
+	if (rndv_read_next_ == Clock::time_point{} || now < rndv_read_next_)
+		return;
+	Clock::time_point next{};
+	for (RecvOp &op : recvs_) {
+		if (!op.in_use || !op.reads_outstanding || !op.conn ||
+		    op.conn->state == ConnState::closed ||
+		    op.read_deadline == Clock::time_point{})
+			continue;
+		if (now >= op.read_deadline) {
+			RXM_WARN(FI_LOG_EP_DATA, "rendezvous read not served by %s within %d s: "
+						 "closing the connection\n",
+				 describe_address(op.conn->peer_name.view()).c_str(),
+				 params().rndv_read_timeout_s);
+			fail_conn(op.conn, -FI_ETIMEDOUT);
+			continue;
+		}
+		if (next == Clock::time_point{} || op.read_deadline < next)
+			next = op.read_deadline;
+	}
+	rndv_read_next_ = next;
 }
 
 void RxmEndpoint::on_rndv_read_done(RecvOp *op, int err)

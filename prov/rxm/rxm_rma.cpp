@@ -39,7 +39,7 @@ ssize_t RxmEndpoint::rma_common(const struct fi_msg_rma *msg, uint64_t flags, bo
 	RxmConn *conn = conn_for_send(msg->addr, &err);
 	if (!conn)
 		return err;
-	TxOp *op = alloc_op(true);
+	TxOp *op = alloc_op(conn);
 	if (!op)
 		return -FI_EAGAIN;
 	const uint64_t access = is_write ? FI_WRITE : FI_READ;
@@ -57,7 +57,7 @@ ssize_t RxmEndpoint::rma_common(const struct fi_msg_rma *msg, uint64_t flags, bo
 	op->rma_addr = msg->rma_iov[0].addr;
 	op->rma_key = msg->rma_iov[0].key;
 	if (flags & FI_INJECT) {
-		TxBuffer *buf = alloc_tx_buffer(true);
+		TxBuffer *buf = alloc_tx_buffer(conn);
 		if (!buf) {
 			free_op(op);
 			return -FI_EAGAIN;

@@ -8,6 +8,7 @@
 #include "prov/rxm/rxm_endpoint.h"
 #include "prov/rxm/rxm_flags.h"
 #include "prov/rxm/rxm_provider.h"
+#include "prov/rxm/rxm_share.h"
 
 #include <rdma/fi_errno.h>
 
@@ -71,9 +72,11 @@ uint64_t make_msg_id(const TxOp *op) { return (uint64_t(op->generation) << 32) |
 
 } // namespace
 
-TxOp *RxmEndpoint::alloc_op(bool for_application)
+TxOp *RxmEndpoint::alloc_op(RxmConn *for_peer)
 {
-	if (free_ops_.size() <= (for_application ? kControlReserve : 0))
+	size_t reserve = for_peer ? kControlReserve : 0;
+	if (free_ops_.size() <= reserve ||
+	    (for_peer && !within_peer_share(for_peer->ops_held, free_ops_.size(), reserve)))
 		return nullptr;
 	uint32_t index = free_ops_.back();
 	free_ops_.pop_back();
@@ -85,6 +88,10 @@ TxOp *RxmEndpoint::alloc_op(bool for_application)
 	op->in_use = true;
 	op->core.kind = CoreOpKind::rma;
 	op->core.owner = op;
+	if (for_peer) {
+		op->charged = for_peer;
+		for_peer->ops_held++;
+	}
 	return op;
 }
 
@@ -97,13 +104,19 @@ void RxmEndpoint::free_op(TxOp *op)
 		free_tx_buffer(op->prepared);
 		op->prepared = nullptr;
 	}
+	if (op->charged) {
+		op->charged->ops_held--;
+		op->charged = nullptr;
+	}
 	op->in_use = false;
 	free_ops_.push_back(op->index);
 }
 
-TxBuffer *RxmEndpoint::alloc_tx_buffer(bool for_application)
+TxBuffer *RxmEndpoint::alloc_tx_buffer(RxmConn *for_peer)
 {
-	if (free_tx_count_ <= (for_application ? kControlBufferReserve : 0))
+	size_t reserve = for_peer ? kControlBufferReserve : 0;
+	if (free_tx_count_ <= reserve ||
+	    (for_peer && !within_peer_share(for_peer->tx_buffers_held, free_tx_count_, reserve)))
 		return nullptr;
 	TxBuffer *b = free_tx_;
 	if (b) {
@@ -112,6 +125,9 @@ TxBuffer *RxmEndpoint::alloc_tx_buffer(bool for_application)
 		b->op = nullptr;
 		b->conn = nullptr;
 		b->len = 0;
+		b->charged = for_peer;
+		if (for_peer)
+			for_peer->tx_buffers_held++;
 	}
 	return b;
 }
@@ -119,6 +135,10 @@ TxBuffer *RxmEndpoint::alloc_tx_buffer(bool for_application)
 void RxmEndpoint::free_tx_buffer(TxBuffer *buf)
 {
 	buf->conn = nullptr; // a free buffer refers to no connection (see conn_referenced)
+	if (buf->charged) {
+		buf->charged->tx_buffers_held--;
+		buf->charged = nullptr;
+	}
 	buf->next_free = free_tx_;
 	free_tx_ = buf;
 	free_tx_count_++;
@@ -182,7 +202,7 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 	RxmConn *conn = conn_for_send(dest, &err);
 	if (!conn)
 		return err;
-	TxOp *op = alloc_op(true);
+	TxOp *op = alloc_op(conn);
 	if (!op)
 		return -FI_EAGAIN;
 	op->context = context;
@@ -210,7 +230,7 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 		// Eager: copy now, so the application's buffer is free at once (inject) and the
 		// message can wait for its connection; larger non-inject payloads are sent from
 		// the application's buffers, which it keeps until the completion anyway.
-		TxBuffer *buf = alloc_tx_buffer(true);
+		TxBuffer *buf = alloc_tx_buffer(conn);
 		if (!buf) {
 			free_op(op);
 			return -FI_EAGAIN;
@@ -249,7 +269,7 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 		// The peer reads the buffers (read rendezvous), or we write from them: nothing more.
 		uint64_t access = params().use_rndv_write ? FI_WRITE : FI_REMOTE_READ;
 		int ret = translate_desc(iov, desc, count, access, op);
-		TxBuffer *buf = ret ? nullptr : alloc_tx_buffer(true);
+		TxBuffer *buf = ret ? nullptr : alloc_tx_buffer(conn);
 		if (!buf) {
 			free_op(op);
 			return ret ? ret : -FI_EAGAIN;
@@ -364,7 +384,7 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 		while (op->queued_len < op->total_len) {
 			if (!take_send_credit(conn))
 				return false;
-			TxBuffer *buf = alloc_tx_buffer(true);
+			TxBuffer *buf = alloc_tx_buffer(conn);
 			if (!buf) {
 				return_send_credit(conn);
 				return false;

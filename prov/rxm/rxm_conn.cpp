@@ -694,8 +694,9 @@ void RxmEndpoint::fail_conn(RxmConn *conn, int err)
 	}
 	if (conn->sar_unexpected) {
 		Matcher::remove_unexpected(&conn->sar_unexpected->match);
-		delete conn->sar_unexpected;
+		Unexpected *u = conn->sar_unexpected;
 		conn->sar_unexpected = nullptr;
+		release_unexpected(u);
 	}
 	// What the core holds (sends, RMA, rendezvous reads) is finished by close_retired once
 	// the core endpoint is closed and its completions drained.
@@ -715,6 +716,7 @@ void RxmEndpoint::finish_core_held(RxmConn *conn, int err)
 	for (RecvOp &op : recvs_)
 		if (op.in_use && op.conn == conn && op.reads_outstanding) {
 			op.reads_outstanding = 0;
+			conn->reads_in_core = 0;
 			op.error = err;
 			pending_reads_.push_back(&op);
 		}

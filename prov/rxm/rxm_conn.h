@@ -68,6 +68,14 @@ public:
 	uint32_t ops_held = 0;
 	uint32_t tx_buffers_held = 0;
 
+	// Unexpected-message budget (FI_OFI_RXM_UNEXPECTED_BUDGET, rxm_unexpected_budget.cpp):
+	// bytes buffered for this peer; while held, its stream is not read (core hold ops) or
+	// its receive buffers are not reposted (held_rx), so no credits return either.
+	size_t unexpected_bytes = 0;
+	bool rx_held = false;
+	uint32_t reads_in_core = 0; // our rendezvous reads the peer has yet to serve
+	std::vector<RxBuffer *> held_rx;
+
 	IntrusiveList<TxOp> backlog;  // in order; the front is the next to hand to the core
 	IntrusiveList<TxOp> awaiting; // rendezvous sends waiting for rndv_done
 

@@ -32,6 +32,10 @@ RxmDomain::RxmDomain(RxmFabric *fabric, struct fid_domain *core, struct fi_info 
 	if (fi_open_ops(&core_->fid, OFI_FLOW_CTRL_OPS_NAME, 0, &ops, nullptr) == 0 && ops &&
 	    static_cast<ofi_flow_ctrl_ops *>(ops)->size >= sizeof(ofi_flow_ctrl_ops))
 		flow_ctrl_ = static_cast<ofi_flow_ctrl_ops *>(ops);
+	ops = nullptr;
+	if (fi_open_ops(&core_->fid, OFI_RX_HOLD_OPS_NAME, 0, &ops, nullptr) == 0 && ops &&
+	    static_cast<ofi_rx_hold_ops *>(ops)->size >= sizeof(ofi_rx_hold_ops))
+		rx_hold_ = static_cast<ofi_rx_hold_ops *>(ops);
 }
 
 int RxmDomain::open(RxmFabric *fabric, struct fi_info *info, struct fid_domain **domain,

@@ -9,6 +9,7 @@
 #include <rdma/fi_domain.h>
 
 #include "prov/util/flow_ctrl_ops.h"
+#include "prov/util/rx_hold_ops.h"
 
 #include <atomic>
 #include <mutex>
@@ -46,6 +47,8 @@ public:
 	// as the only protection, and this returns 0. -FI_ENOTCONN when the connection has no
 	// core endpoint any more (failed): the caller must not offer the key.
 	int bind_internal(struct fid_mr *mr, struct fid_ep *core_ep);
+	// The core's hold/release of one connection's stream (our tcp), or nullptr.
+	const struct ofi_rx_hold_ops *rx_hold() const { return rx_hold_; }
 
 	int av_open(struct fi_av_attr *attr, struct fid_av **av, void *context);
 	int cq_open(struct fi_cq_attr *attr, struct fid_cq **cq, void *context);
@@ -76,6 +79,7 @@ private:
 	bool rma_capable_;
 	struct ofi_flow_ctrl_ops *flow_ctrl_ = nullptr;
 	std::atomic<bool> bind_refusal_logged_{false};
+	struct ofi_rx_hold_ops *rx_hold_ = nullptr;
 	std::mutex mr_lock_;
 	std::unordered_map<uint64_t, class RxmMr *> mrs_;
 	std::mutex atomic_lock_;

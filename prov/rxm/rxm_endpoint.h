@@ -175,6 +175,12 @@ private:
 	int translate_desc(const struct iovec *iov, void **app_desc, size_t count, uint64_t access,
 			   TxOp *op);
 
+	// Per-peer unexpected-message budget (rxm_unexpected_budget.cpp)
+	void charge_unexpected(Unexpected *u, size_t bytes);
+	void release_unexpected(Unexpected *u); // deletes u
+	void hold_peer(RxmConn *conn);
+	void maybe_release_peer(RxmConn *conn);
+
 	// Credit flow control over cores that need it (rxm_flow_ctrl.cpp)
 	uint16_t granted_credits() const;
 	void start_flow_control(RxmConn *conn);

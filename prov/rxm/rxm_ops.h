@@ -161,6 +161,7 @@ struct Unexpected {
 	RndvSegment rndv[kRndvMaxSegments];
 	size_t rndv_count;
 	uint64_t cma_addr[kRndvMaxSegments]; // virtual addresses of a same-host offer
+	size_t charged = 0;  // bytes counted against the peer's unexpected budget
 };
 
 } // namespace rxm

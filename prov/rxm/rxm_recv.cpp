@@ -191,7 +191,7 @@ ssize_t RxmEndpoint::recv_common(const struct iovec *iov, void **desc, size_t co
 			if (rx_cq_)
 				rx_cq_->write(context, FI_RECV | (tagged ? FI_TAGGED : FI_MSG), 0, nullptr,
 					      u->cq_data, u->match.tag, source_of(u->conn));
-			delete u;
+			release_unexpected(u);
 			return 0;
 		}
 		RecvOp *op = alloc_recv();
@@ -300,7 +300,7 @@ void RxmEndpoint::consume_unexpected(RecvOp *op, Unexpected *u)
 		complete_recv(op);
 		break;
 	}
-	delete u;
+	release_unexpected(u);
 }
 
 ssize_t RxmEndpoint::peek(const struct fi_msg_tagged *msg, uint64_t flags)
@@ -331,7 +331,7 @@ ssize_t RxmEndpoint::peek(const struct fi_msg_tagged *msg, uint64_t flags)
 			send_control(u->conn, WireOp::delivery_ack, u->msg_id);
 		if (u->conn->sar_unexpected == u)
 			u->conn->sar_unexpected = nullptr;
-		delete u;
+		release_unexpected(u);
 		len = 0;
 	} else if (flags & FI_CLAIM) {
 		m->claim_context = msg->context;
@@ -377,6 +377,12 @@ bool RxmEndpoint::repost(RxBuffer *buf)
 	}
 	if (conn->state == ConnState::closed || !conn->core_ep)
 		return false;
+	if (conn->rx_held) {
+		// Over its unexpected budget: the peer gets this buffer (and its credit) back
+		// when receives took its messages (maybe_release_peer).
+		conn->held_rx.push_back(buf);
+		return false;
+	}
 	void *desc = conn->rx_mr ? fi_mr_desc(conn->rx_mr) : nullptr;
 	ssize_t ret = fi_recv(conn->core_ep, buf->data, kWireHeaderSize + eager_limit_, desc, 0,
 			      &buf->core);
@@ -525,6 +531,7 @@ void RxmEndpoint::handle_first(RxmConn *conn, const WireHeader &hdr,
 		memcpy(u->cma_addr, offer.addr, sizeof(offer.addr));
 	}
 	matcher_.add_unexpected(kind, &u->match);
+	charge_unexpected(u, sizeof(Unexpected) + u->data.capacity());
 }
 
 void RxmEndpoint::handle_sar_segment(RxmConn *conn, const WireHeader &hdr,
@@ -560,14 +567,17 @@ void RxmEndpoint::handle_sar_segment(RxmConn *conn, const WireHeader &hdr,
 			u->msg_id = hdr.msg_id;
 			conn->sar_unexpected = u;
 			matcher_.add_unexpected(kind, &u->match);
+			charge_unexpected(u, sizeof(Unexpected));
 		}
 	}
 	auto result = conn->sar.accept(hdr, payload, [&](uint64_t offset, std::span<const uint8_t> b) {
 		if (conn->sar_target)
 			place(conn->sar_target, offset, b);
-		else if (conn->sar_unexpected)
-			conn->sar_unexpected->data.insert(conn->sar_unexpected->data.end(), b.begin(),
-							  b.end());
+		else if (Unexpected *u = conn->sar_unexpected) {
+			size_t before = u->data.capacity();
+			u->data.insert(u->data.end(), b.begin(), b.end());
+			charge_unexpected(u, u->data.capacity() - before);
+		}
 		// else: the unexpected message was discarded; drop its bytes.
 	});
 	if (result == SarReassembly::Result::protocol_error) {
@@ -714,6 +724,8 @@ void RxmEndpoint::post_pending_reads()
 		}
 		op->rndv_issued += chunk;
 		op->reads_outstanding = 1;
+		op->conn->reads_in_core++;
+		maybe_release_peer(op->conn); // the answer comes on its stream
 		if (int timeout = params().rndv_read_timeout_s) {
 			op->read_deadline = std::chrono::steady_clock::now() +
 					    std::chrono::seconds(timeout);
@@ -744,6 +756,10 @@ void RxmEndpoint::expire_rndv_reads(std::chrono::steady_clock::time_point now)
 						 "closing the connection\n",
 				 describe_address(op.conn->peer_name.view()).c_str(),
 				 params().rndv_read_timeout_s);
+			// Shut down first: the core then flushes the read into its CQ (in order,
+			// before anything it writes later), so the receive completes once that
+			// flush is read - never while the core could still write into it.
+			fi_shutdown(op.conn->core_ep, 0);
 			fail_conn(op.conn, -FI_ETIMEDOUT);
 			continue;
 		}
@@ -756,6 +772,12 @@ void RxmEndpoint::expire_rndv_reads(std::chrono::steady_clock::time_point now)
 void RxmEndpoint::on_rndv_read_done(RecvOp *op, int err)
 {
 	op->reads_outstanding = 0;
+	// A read flushed by a connection we failed reports why we failed it (e.g. FI_ETIMEDOUT).
+	if (err && op->conn->state == ConnState::closed && op->conn->close_error)
+		err = op->conn->close_error;
+	if (op->conn->reads_in_core && --op->conn->reads_in_core == 0 &&
+	    op->conn->unexpected_bytes > params().unexpected_budget)
+		hold_peer(op->conn);
 	if (err && !op->error)
 		op->error = err;
 	// Back in the queue: either more to read, or finish (rndv_done + completion).

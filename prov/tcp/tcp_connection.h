@@ -212,6 +212,9 @@ public:
 	// Moves the bytes placed so far into an allocation of exactly their size and returns
 	// the receive to the front of the shared queue; false (nothing changed) if out of memory.
 	bool park_shared_receive();
+	// While held, the next incoming message and all after it stay in the socket (the
+	// owner's rx_hold_ops.h extension); progress_rx after releasing reads on.
+	void hold_messages(bool held) { messages_held_ = held; }
 
 private:
 	// `pending`: a decoded header waits for a posted receive or a free response slot.
@@ -259,6 +262,7 @@ private:
 	int fd_ = -1;
 	bool failed_ = false;
 	size_t min_multi_recv_ = 0;
+	bool messages_held_ = false;
 
 	TxPool tx_pool_;         // operations posted by the application
 	TxPool response_pool_;   // acks and read responses owed to the peer

@@ -300,6 +300,8 @@ bool Connection::start_operation()
 
 bool Connection::start_message()
 {
+	if (messages_held_)
+		return false; // held by the owner (rx_hold_ops.h): the stream waits, like below
 	if ((header_.flags & kWireFlagWantAck) && !reply_) {
 		reply_ = new_response(WireOp::ack, header_.id, 0, 0);
 		if (!reply_)

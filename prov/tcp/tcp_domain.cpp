@@ -4,8 +4,27 @@
 #include "prov/tcp/tcp_info.h"
 #include "prov/tcp/tcp_srx.h"
 #include "prov/util/error.h"
+#include "prov/util/rx_hold_ops.h"
+
+#include <cstring>
 
 namespace tcp {
+
+namespace {
+
+int hold_endpoint(struct fid_ep *ep, bool held) noexcept
+{
+	auto *e = util::fid_cast<TcpEndpoint>(ep ? &ep->fid : nullptr, FI_CLASS_EP);
+	return e ? e->hold_rx(held) : -FI_EINVAL;
+}
+
+struct ofi_rx_hold_ops rx_hold_ops = {
+	sizeof(struct ofi_rx_hold_ops),
+	[](struct fid_ep *ep) noexcept { return hold_endpoint(ep, true); },
+	[](struct fid_ep *ep) noexcept { return hold_endpoint(ep, false); },
+};
+
+} // namespace
 
 TcpDomain::TcpDomain(TcpFabric &fabric, const struct fi_info *info, void *context)
     : util::Domain(fabric, info, context)
@@ -36,6 +55,18 @@ int TcpDomain::srx_context(struct fi_rx_attr *attr, struct fid_ep **rx_ep, void 
 		return -FI_EOPNOTSUPP;
 	auto *srx = new TcpSrx(*this, attr, context);
 	*rx_ep = srx->ep_fid();
+	return 0;
+}
+
+int TcpDomain::ops_open(const char *name, uint64_t flags, void **ops, void *)
+{
+	if (!name || !ops)
+		return -FI_EINVAL;
+	if (flags)
+		return -FI_EBADFLAGS;
+	if (std::strcmp(name, OFI_RX_HOLD_OPS_NAME) != 0)
+		return -FI_ENOSYS;
+	*ops = &rx_hold_ops;
 	return 0;
 }
 

@@ -14,6 +14,8 @@ public:
 
 	int endpoint(struct fi_info *info, struct fid_ep **ep, void *context);
 	int srx_context(struct fi_rx_attr *attr, struct fid_ep **rx_ep, void *context);
+	// OFI_RX_HOLD_OPS_NAME (prov/util/rx_hold_ops.h): hold/release one endpoint's stream.
+	int ops_open(const char *name, uint64_t flags, void **ops, void *context);
 
 	// A peer's RMA access arriving on endpoint 'requester' (its access_id): key (a region
 	// bound to another endpoint counts as unknown), [offset, offset+len) inside the region,

@@ -143,6 +143,15 @@ void TcpEndpoint::resume_rx()
 	update_registration();
 }
 
+int TcpEndpoint::hold_rx(bool held)
+{
+	util::LockGuard guard(domain().lock());
+	conn_.hold_messages(held);
+	if (!held)
+		resume_rx();
+	return 0;
+}
+
 int TcpEndpoint::enable()
 {
 	return util::Endpoint::enable();

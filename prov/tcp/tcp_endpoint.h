@@ -95,6 +95,8 @@ public:
 	void rx_starved() override;
 	// A receive was posted to our shared receive context: read on.
 	void resume_rx();
+	// rx_hold_ops.h: stop (true) or resume (false) taking messages from this stream.
+	int hold_rx(bool held);
 
 private:
 	enum class State { idle, connecting, awaiting_reply, connected, closed };

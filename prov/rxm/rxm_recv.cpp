@@ -737,9 +737,10 @@ void RxmEndpoint::post_pending_reads()
 }
 
 // A peer that never serves our read (stalled, or hostile) would hold the matched receive
-// forever. Its connection is failed instead: the core closes it and flushes the read, so
-// nothing is written into the buffer after the receive completes (with FI_ETIMEDOUT, through
-// finish_core_held once the core CQ was read empty).
+// forever. Its connection is failed instead, and the receive completes with FI_ETIMEDOUT only
+// once the core has given the read back: through the flush fi_shutdown writes to the core CQ
+// (our tcp), else through finish_core_held once the closed endpoint's completions were read.
+// Either way the core no longer writes into the buffer.
 void RxmEndpoint::expire_rndv_reads(std::chrono::steady_clock::time_point now)
 {
 	using Clock = std::chrono::steady_clock;

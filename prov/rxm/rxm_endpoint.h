@@ -142,6 +142,7 @@ private:
 	// Adds/removes the core wait fds to/from the bound CQs' and counters' epoll sets.
 	void register_wait_sources();
 	void unregister_wait_sources();
+	ssize_t cancel_queued_send(void *context);
 	void start_auto_progress();
 	void stop_auto_progress();
 

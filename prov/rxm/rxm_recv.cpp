@@ -345,10 +345,10 @@ ssize_t RxmEndpoint::cancel(void *context)
 {
 	std::lock_guard guard(lock_);
 	if (!enabled_)
-		return 0;
+		return -FI_ENOENT;
 	PostedRecv *r = matcher_.cancel(context);
 	if (!r)
-		return 0;
+		return cancel_queued_send(context);
 	RecvOp *op = static_cast<RecvOp *>(r->owner);
 	if (op->multi && op->multi_buf.in_flight()) {
 		// Slices still being filled release the buffer when they finish.
@@ -360,6 +360,29 @@ ssize_t RxmEndpoint::cancel(void *context)
 		rx_cq_->write_error(op->context, flags, FI_ECANCELED, 0, 0, 0, 0, 0);
 	free_recv(op);
 	return 0;
+}
+
+// fi_cancel(3) of a send, RMA or atomic still waiting in a connection's queue with nothing of
+// it handed to the core: it never takes place and completes with FI_ECANCELED. Anything else
+// (already on the wire, or unknown) is not cancelled and cancel says so: reporting success
+// for an operation that then takes place anyway would be a lie an application acts on.
+ssize_t RxmEndpoint::cancel_queued_send(void *context)
+{
+	if (!context)
+		return -FI_ENOENT; // fi_cancel(3): operations without a context cannot be cancelled
+	for (auto &conn : conns_) {
+		if (!conn || conn->backlog.empty())
+			continue;
+		TxOp *op = conn->backlog.find([context](const TxOp &o) {
+			return o.context == context && o.kind != TxKind::control && !o.outstanding &&
+			       !o.queued_len;
+		});
+		if (op) {
+			fail_op(op, -FI_ECANCELED);
+			return 0;
+		}
+	}
+	return -FI_ENOENT;
 }
 
 bool RxmEndpoint::repost(RxBuffer *buf)

@@ -321,6 +321,28 @@ TEST_F(RxmLoopback, PeekClaimAndDiscard)
 	wait_for(*a, &sctx);
 }
 
+// fi_cancel(3) of a send still queued for its connection: cancel says 0 only when the send
+// then never takes place (it completes with FI_ECANCELED and the peer never sees it); for an
+// operation already done, or an unknown context, cancel says -FI_ENOENT.
+TEST_F(RxmLoopback, CancelledQueuedSendNeverArrives)
+{
+	int sctx, sctx2, rctx;
+	uint64_t first = 1, second = 2, got = 0;
+	// The first send to a peer waits for the connection it opens.
+	ASSERT_EQ(0, fi_send(a->ep, &first, sizeof(first), nullptr, b_at_a, &sctx));
+	ASSERT_EQ(0, fi_cancel(&a->ep->fid, &sctx));
+	Completion c = wait_for(*a, &sctx);
+	ASSERT_TRUE(c.error);
+	EXPECT_EQ(FI_ECANCELED, c.err.err);
+	ASSERT_EQ(0, fi_recv(b->ep, &got, sizeof(got), nullptr, FI_ADDR_UNSPEC, &rctx));
+	ASSERT_EQ(0, fi_send(a->ep, &second, sizeof(second), nullptr, b_at_a, &sctx2));
+	EXPECT_FALSE(wait_for(*b, &rctx).error);
+	EXPECT_EQ(2u, got);
+	EXPECT_FALSE(wait_for(*a, &sctx2).error);
+	EXPECT_EQ(-FI_ENOENT, fi_cancel(&a->ep->fid, &sctx2));
+	EXPECT_EQ(-FI_ENOENT, fi_cancel(&a->ep->fid, &rctx));
+}
+
 TEST_F(RxmLoopback, CancelAndTruncation)
 {
 	int rctx, sctx;

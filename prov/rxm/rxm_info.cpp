@@ -30,6 +30,16 @@ void *dup_bytes(const void *p, size_t len)
 	return copy;
 }
 
+// Copies an authorization key (fi_domain(3) auth_key) into 'to': rxm's connections are the
+// core's, so the core presents and checks the key.
+void copy_auth_key(const fi_domain_attr *from, fi_domain_attr *to)
+{
+	if (!from || !from->auth_key || !from->auth_key_size)
+		return;
+	to->auth_key = static_cast<uint8_t *>(dup_bytes(from->auth_key, from->auth_key_size));
+	to->auth_key_size = to->auth_key ? from->auth_key_size : 0;
+}
+
 // MSG hints that ask the core for what rxm needs: any MSG endpoint of the named core on the
 // same fabric/domain/address as the application asked for. Caps stay 0 so the core reports
 // everything it has (rxm decides what to use, e.g. RMA for rendezvous).
@@ -59,6 +69,7 @@ fi_info *core_hints(const fi_info *hints, const std::string &core)
 			h->domain_attr->name = strdup(hints->domain_attr->name);
 		if (hints->fabric_attr && hints->fabric_attr->name)
 			h->fabric_attr->name = strdup(hints->fabric_attr->name);
+		copy_auth_key(hints->domain_attr, h->domain_attr);
 		// rxm handles FI_MR_LOCAL itself; the remote-side rules reach the application, so
 		// the core may only impose those the application accepts.
 		if (hints->domain_attr) {
@@ -140,6 +151,7 @@ fi_info *rdm_info_from_core(const fi_info *core)
 	d->mr_mode = util::mr_mode_bits(cd->mr_mode) &
 		     (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY);
 	d->mr_key_size = cd->mr_key_size;
+	copy_auth_key(cd, d);
 	// Messages carry 64-bit CQ data in rxm's header, but fi_writedata hands it to the core's
 	// write with data, which may carry less (verbs: 32-bit immediate data).
 	d->cq_data_size = sizeof(uint64_t);
@@ -239,6 +251,11 @@ int rxm_getinfo(uint32_t version, const char *node, const char *service, uint64_
 		if (!c->fabric_attr || !c->fabric_attr->prov_name || !c->ep_attr ||
 		    c->ep_attr->type != FI_EP_MSG || is_utility(c->fabric_attr->prov_name))
 			continue;
+		// An application that asks for an authorization key gets only cores that honour
+		// it (they hand it back); silently unprotected connections would be worse.
+		if (hints && hints->domain_attr && hints->domain_attr->auth_key_size &&
+		    !(c->domain_attr && c->domain_attr->auth_key_size))
+			continue;
 		fi_info *r = rdm_info_from_core(c);
 		if (!r) {
 			ret = -FI_ENOMEM;
@@ -282,8 +299,10 @@ fi_info *core_info_for(const fi_info *rxm_info)
 		h->domain_attr->name = strdup(rxm_info->domain_attr->name);
 	if (rxm_info->fabric_attr->name)
 		h->fabric_attr->name = strdup(rxm_info->fabric_attr->name);
-	if (rxm_info->domain_attr)
+	if (rxm_info->domain_attr) {
 		h->domain_attr->mr_mode |= rxm_info->domain_attr->mr_mode;
+		copy_auth_key(rxm_info->domain_attr, h->domain_attr);
+	}
 	fi_info *cores = nullptr;
 	uint32_t version = rxm_info->fabric_attr->api_version ? rxm_info->fabric_attr->api_version
 							      : FI_VERSION(1, 17);

@@ -1,5 +1,6 @@
 #include "prov/tcp/tcp_domain.h"
 
+#include "prov/tcp/tcp_cm_message.h"
 #include "prov/tcp/tcp_endpoint.h"
 #include "prov/tcp/tcp_info.h"
 #include "prov/tcp/tcp_srx.h"
@@ -29,6 +30,10 @@ struct ofi_rx_hold_ops rx_hold_ops = {
 TcpDomain::TcpDomain(TcpFabric &fabric, const struct fi_info *info, void *context)
     : util::Domain(fabric, info, context)
 {
+	const fi_domain_attr *attr = info->domain_attr;
+	if (attr->auth_key_size > kMaxAuthKey || (attr->auth_key_size && !attr->auth_key))
+		throw util::Error(-FI_EINVAL);
+	auth_key_.assign(attr->auth_key, attr->auth_key + attr->auth_key_size);
 	install_ops<TcpDomain>();
 }
 

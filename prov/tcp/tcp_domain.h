@@ -6,6 +6,9 @@
 #include "prov/tcp/tcp_fabric.h"
 #include "prov/util/domain.h"
 
+#include <cstdint>
+#include <vector>
+
 namespace tcp {
 
 class TcpDomain : public util::Domain {
@@ -23,6 +26,11 @@ public:
 	// or -FI_EACCES (no right).
 	int remote_access(uint64_t requester, uint64_t key, uint64_t offset, uint64_t len,
 			  uint64_t access, uint8_t **addr, uint64_t *serial);
+	// domain_attr->auth_key: what this domain's connections present (empty: none).
+	const std::vector<uint8_t> &auth_key() const { return auth_key_; }
+
+private:
+	std::vector<uint8_t> auth_key_;
 };
 
 } // namespace tcp

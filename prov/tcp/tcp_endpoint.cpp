@@ -54,6 +54,13 @@ TcpEndpoint::TcpEndpoint(TcpDomain &domain, const struct fi_info *info, void *co
 		have_local_ = copy_sockaddr(info->src_addr, info->src_addrlen, &local_);
 	if (info->dest_addr)
 		have_peer_ = copy_sockaddr(info->dest_addr, info->dest_addrlen, &peer_);
+	if (info->ep_attr && info->ep_attr->auth_key_size) {
+		const fi_ep_attr *ea = info->ep_attr;
+		if (ea->auth_key_size > kMaxAuthKey || !ea->auth_key)
+			throw util::Error(-FI_EINVAL);
+		own_auth_key_ = std::make_unique<std::vector<uint8_t>>(
+			ea->auth_key, ea->auth_key + ea->auth_key_size);
+	}
 	if (info->handle && info->handle->fclass == FI_CLASS_PEP) {
 		// An info made from a passive endpoint (hints->handle): this endpoint takes over
 		// the address the application gave that passive endpoint.
@@ -79,6 +86,11 @@ TcpEndpoint::TcpEndpoint(TcpDomain &domain, const struct fi_info *info, void *co
 	}
 	conn_.set_min_multi_recv(min_multi_recv());
 	install_ops<TcpEndpoint>();
+}
+
+const std::vector<uint8_t> &TcpEndpoint::auth_key()
+{
+	return own_auth_key_ ? *own_auth_key_ : tcp_domain().auth_key();
 }
 
 TcpEndpoint::~TcpEndpoint()

@@ -128,6 +128,10 @@ private:
 		size_t request_len = 0;
 	};
 	std::unique_ptr<ConnectState> connecting_;
+	// ep_attr->auth_key when the application gave the endpoint its own (rare: otherwise the
+	// domain's key is presented, without a copy per endpoint).
+	std::unique_ptr<std::vector<uint8_t>> own_auth_key_;
+	const std::vector<uint8_t> &auth_key();
 	IpAddress local_{};             // bind address (info src_addr or fi_setname)
 	IpAddress peer_{};
 	bool have_local_ = false;

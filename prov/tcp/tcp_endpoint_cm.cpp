@@ -125,7 +125,8 @@ void TcpEndpoint::progress_connect()
 		connect_failed(err, nullptr, 0);
 		return;
 	}
-	int ret = send_cm_message(cm_fd_, CmType::request, connecting_->request,
+	const std::vector<uint8_t> &key = auth_key();
+	int ret = send_cm_request(cm_fd_, key.data(), key.size(), connecting_->request,
 				  connecting_->request_len);
 	if (ret) {
 		connect_failed(-ret, nullptr, 0);
@@ -161,6 +162,7 @@ void TcpEndpoint::progress_reply()
 		connecting_.reset();
 		return;
 	case CmType::request:
+	case CmType::auth_request:
 		break;
 	}
 	FI_WARN(&provider, FI_LOG_EP_CTRL, "peer answered a connect with a request\n");

@@ -1,5 +1,6 @@
 #include "prov/tcp/tcp_info.h"
 
+#include "prov/tcp/tcp_cm_message.h"
 #include "prov/tcp/tcp_interfaces.h"
 #include "prov/tcp/tcp_passive_endpoint.h"
 #include "prov/tcp/tcp_provider.h"
@@ -90,9 +91,13 @@ void free_one(fi_info *fi)
 	free(fi->dest_addr);
 	free(fi->tx_attr);
 	free(fi->rx_attr);
+	if (fi->ep_attr)
+		free(fi->ep_attr->auth_key);
 	free(fi->ep_attr);
-	if (fi->domain_attr)
+	if (fi->domain_attr) {
 		free(fi->domain_attr->name);
+		free(fi->domain_attr->auth_key);
+	}
 	free(fi->domain_attr);
 	if (fi->fabric_attr) {
 		free(fi->fabric_attr->name);
@@ -226,6 +231,26 @@ fi_info *make_info(uint32_t version, const Interface &iface, const sockaddr_stor
 	dom->mr_iov_limit = 1;
 	dom->caps = kDomainCaps;
 	dom->mr_cnt = 1 << 16;
+	// Authorization keys (fi_domain(3)): connections present the key and a listener refuses
+	// another before any data moves. The application's keys come back in the info.
+	if (hints && hints->domain_attr && hints->domain_attr->auth_key_size) {
+		dom->auth_key = static_cast<uint8_t *>(malloc(hints->domain_attr->auth_key_size));
+		if (!dom->auth_key) {
+			free_one(fi);
+			return nullptr;
+		}
+		memcpy(dom->auth_key, hints->domain_attr->auth_key, hints->domain_attr->auth_key_size);
+		dom->auth_key_size = hints->domain_attr->auth_key_size;
+	}
+	if (hints && hints->ep_attr && hints->ep_attr->auth_key_size) {
+		fi->ep_attr->auth_key = static_cast<uint8_t *>(malloc(hints->ep_attr->auth_key_size));
+		if (!fi->ep_attr->auth_key) {
+			free_one(fi);
+			return nullptr;
+		}
+		memcpy(fi->ep_attr->auth_key, hints->ep_attr->auth_key, hints->ep_attr->auth_key_size);
+		fi->ep_attr->auth_key_size = hints->ep_attr->auth_key_size;
+	}
 
 	fi_fabric_attr *fab = fi->fabric_attr;
 	fab->name = strdup(iface.subnet.c_str());
@@ -278,6 +303,15 @@ int get_infos(uint32_t version, const char *node, const char *service, uint64_t 
 	if (hints && hints->ep_attr && util::raw_enum(hints->ep_attr->type) != FI_EP_UNSPEC &&
 	    util::raw_enum(hints->ep_attr->type) != FI_EP_MSG)
 		return -FI_ENODATA;
+	// Keys longer than a connection request carries (or announced without bytes) are refused.
+	for (auto [key, size] : {std::pair{hints && hints->domain_attr ? hints->domain_attr->auth_key
+								     : nullptr,
+					   hints && hints->domain_attr ? hints->domain_attr->auth_key_size
+								     : 0},
+				 std::pair{hints && hints->ep_attr ? hints->ep_attr->auth_key : nullptr,
+					   hints && hints->ep_attr ? hints->ep_attr->auth_key_size : 0}})
+		if (size > kMaxAuthKey || (size && !key))
+			return -FI_ENODATA;
 
 	Endpoints where;
 	int ret = 0;

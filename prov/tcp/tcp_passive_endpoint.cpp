@@ -401,9 +401,37 @@ bool TcpPassiveEndpoint::read_request(size_t index)
 		::close(fd);
 		return true;
 	}
+	if (!key_accepted(*reader)) {
+		// Refused before anything else happens: no FI_CONNREQ, no data; the connector
+		// hears a plain reject.
+		FI_INFO(&provider, FI_LOG_EP_CTRL,
+			"refusing a connection request that presents another authorization key\n");
+		send_cm_message(fd, CmType::reject, nullptr, 0);
+		::close(fd);
+		return true;
+	}
 	if (report_request(fd, *reader) != 0)
 		::close(fd);
 	return true;
+}
+
+bool TcpPassiveEndpoint::key_accepted(const CmReader &request)
+{
+	// The listener's key: its info's ep_attr key, else its domain_attr key (fi_endpoint(3),
+	// fi_domain(3)); none means requests must present none.
+	const fi_info *mine = info();
+	const uint8_t *key = nullptr;
+	size_t len = 0;
+	if (mine->ep_attr && mine->ep_attr->auth_key_size) {
+		key = mine->ep_attr->auth_key;
+		len = mine->ep_attr->auth_key_size;
+	} else if (mine->domain_attr && mine->domain_attr->auth_key_size) {
+		key = mine->domain_attr->auth_key;
+		len = mine->domain_attr->auth_key_size;
+	}
+	if (!key)
+		len = 0;
+	return auth_keys_match(request.key(), request.key_len(), key, len);
 }
 
 int TcpPassiveEndpoint::report_request(int fd, const CmReader &reader)

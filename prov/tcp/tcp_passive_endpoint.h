@@ -43,6 +43,8 @@ public:
 	int getname(void *addr, size_t *addrlen);
 	int setname(void *addr, size_t addrlen);
 	int reject(struct fid *handle, const void *param, size_t paramlen);
+	// Whether a connection request presents this listener's authorization key.
+	bool key_accepted(const CmReader &request);
 	// ---- fi_ops_ep ----
 	int getopt(int level, int optname, void *optval, size_t *optlen);
 	int setopt(int level, int optname, const void *optval, size_t optlen);

@@ -6,6 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
 using namespace tcp;
 
 namespace {
@@ -119,4 +126,64 @@ TEST(TcpWire, CmHeaderRoundTripAndLimits)
 	encode_cm_header(CmType::accept, 0, buf);
 	buf[5] = 9;
 	EXPECT_EQ(-FI_EIO, decode_cm_header(buf, &type, &len));
+}
+
+namespace {
+
+// Feeds one CM message through a socket pair into a CmReader; returns read_from's verdict.
+int read_cm(const std::vector<uint8_t> &bytes, CmReader *reader)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		return -errno;
+	ssize_t n = write(sv[1], bytes.data(), bytes.size());
+	close(sv[1]);
+	int ret = n == static_cast<ssize_t>(bytes.size()) ? reader->read_from(sv[0]) : -FI_EIO;
+	close(sv[0]);
+	return ret;
+}
+
+std::vector<uint8_t> auth_request(uint8_t key_len, size_t key_bytes, size_t data_bytes)
+{
+	std::vector<uint8_t> msg(kCmHeaderSize + 1 + key_bytes + data_bytes, 'k');
+	encode_cm_header(CmType::auth_request, static_cast<uint16_t>(1 + key_bytes + data_bytes),
+			 msg.data());
+	msg[kCmHeaderSize] = key_len;
+	return msg;
+}
+
+} // namespace
+
+// A request with an authorization key: length byte, key, CM data. The reader hands out key
+// and data apart, and refuses keys that are empty, too long or longer than the message.
+TEST(TcpWire, AuthRequestCarriesKeyAndDataApart)
+{
+	CmReader ok;
+	auto msg = auth_request(3, 3, 5);
+	memcpy(msg.data() + kCmHeaderSize + 1, "abc", 3);
+	memcpy(msg.data() + kCmHeaderSize + 4, "data", 5);
+	ASSERT_EQ(1, read_cm(msg, &ok));
+	EXPECT_EQ(CmType::request, ok.type());
+	ASSERT_EQ(3u, ok.key_len());
+	EXPECT_EQ(0, memcmp(ok.key(), "abc", 3));
+	ASSERT_EQ(5u, ok.data_len());
+	EXPECT_STREQ("data", reinterpret_cast<const char *>(ok.data()));
+	EXPECT_TRUE(auth_keys_match(ok.key(), ok.key_len(),
+				    reinterpret_cast<const uint8_t *>("abc"), 3));
+	EXPECT_FALSE(auth_keys_match(ok.key(), ok.key_len(),
+				     reinterpret_cast<const uint8_t *>("abd"), 3));
+	EXPECT_FALSE(auth_keys_match(ok.key(), ok.key_len(), nullptr, 0));
+
+	CmReader empty, too_long, beyond, too_much_data;
+	EXPECT_EQ(-FI_EIO, read_cm(auth_request(0, 0, 4), &empty));
+	EXPECT_EQ(-FI_EIO, read_cm(auth_request(kMaxAuthKey + 1, kMaxAuthKey + 1, 0), &too_long));
+	EXPECT_EQ(-FI_EIO, read_cm(auth_request(10, 4, 0), &beyond));
+	EXPECT_EQ(-FI_EIO, read_cm(auth_request(1, 1, kMaxCmData + 1), &too_much_data));
+
+	CmReader plain;
+	std::vector<uint8_t> request(kCmHeaderSize + 2, 'x');
+	encode_cm_header(CmType::request, 2, request.data());
+	ASSERT_EQ(1, read_cm(request, &plain));
+	EXPECT_EQ(0u, plain.key_len());
+	EXPECT_EQ(2u, plain.data_len());
 }

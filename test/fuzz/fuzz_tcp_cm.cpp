@@ -1,6 +1,7 @@
 // libFuzzer target: the tcp connection-management reader. The bytes a connecting peer sends
 // are written into one end of a socketpair and CmReader assembles them from the other end,
-// exactly as on a fresh connection; it must stop at kMaxCmData and never overrun its buffer.
+// exactly as on a fresh connection; it must stop at kMaxCmData of CM data (a request with an
+// authorization key may add the key and its length byte) and never overrun its buffer.
 #include "prov/tcp/tcp_cm_message.h"
 
 #include <rdma/fi_errno.h>
@@ -20,7 +21,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		std::vector<uint8_t> header(data, data + tcp::kCmHeaderSize);
 		tcp::CmType type;
 		uint16_t len = 0;
-		if (tcp::decode_cm_header(header.data(), &type, &len) == 0 && len > tcp::kMaxCmData)
+		size_t limit = header[5] == static_cast<uint8_t>(tcp::CmType::auth_request)
+				       ? tcp::kMaxCmMessageData
+				       : tcp::kMaxCmData;
+		if (tcp::decode_cm_header(header.data(), &type, &len) == 0 && len > limit)
 			abort();
 	}
 	int fds[2];
@@ -36,7 +40,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int ret = 0;
 	for (int i = 0; i < 64 && ret == 0; i++)
 		ret = reader.read_from(fds[1]);
-	if (ret == 1 && reader.data_len() > tcp::kMaxCmData)
+	if (ret == 1 && (reader.data_len() > tcp::kMaxCmData ||
+			 reader.key_len() > tcp::kMaxAuthKey))
 		abort();
 	if (ret == 0)
 		abort();  // a closed peer must end the read with an error, not "need more"

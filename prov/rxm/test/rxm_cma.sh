@@ -34,7 +34,7 @@ run() {
 		# shellcheck disable=SC2086
 		env $srv_pre timeout 60 "$PP" $args -B $port >>"$dir/$name.srv" 2>&1 &
 		server=$!
-		wait_listen $port
+		wait_listen $((port + 1)) # the out-of-band port: -B listens only after the exchange
 		# shellcheck disable=SC2086
 		if ! env $cli_pre timeout 50 "$PP" $args -P $port 127.0.0.1 >>"$dir/$name.cli" 2>&1
 		then

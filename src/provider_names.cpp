@@ -40,17 +40,6 @@ bool same_components(std::vector<std::string> a, std::vector<std::string> b)
 	return a == b;
 }
 
-// The utility provider of a layered name, or "" for a plain core name.
-std::string utility_component(const std::vector<std::string> &components)
-{
-	if (components.size() < 2)
-		return {};
-	for (const std::string &name : components)
-		if (is_utility_provider_name(name.c_str()))
-			return name;
-	return components.back();
-}
-
 } // namespace
 
 std::vector<std::string> split_provider_name(const std::string &name)
@@ -98,18 +87,13 @@ bool ProviderFilter::allows_info(const std::string &info_name) const
 	if (entries_.empty())
 		return true;
 	std::vector<std::string> components = split_provider_name(info_name);
-	std::string utility = utility_component(components);
 	for (const std::string &entry : entries_) {
+		// A single name is a component: "tcp" keeps tcp and the layerings on it (1.17:
+		// FI_PROVIDER=tcp with FI_EP_RDM gives tcp;ofi_rxm), "ofi_rxm" keeps every rxm
+		// layering; a layered name keeps exactly that layering.
 		std::vector<std::string> named = split_provider_name(entry);
-		bool hit;
-		if (named.size() > 1)
-			hit = same_components(named, components);
-		else if (exclude_)
-			hit = contains(components, entry);
-		else if (!utility.empty())
-			hit = entry == utility;
-		else
-			hit = entry == info_name;
+		bool hit = named.size() > 1 ? same_components(named, components)
+					    : contains(components, entry);
 		if (hit)
 			return !exclude_;
 	}

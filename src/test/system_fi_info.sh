@@ -34,10 +34,13 @@ if "$FI_INFO" >/dev/null 2>&1; then
 	for var in FI_PROVIDER FI_LOG_LEVEL FI_LOG_PROV FI_LOG_SUBSYS FI_UNIVERSE_SIZE; do
 		echo "$vars" | grep -q "^# $var: " || fail "fi_info -e does not list $var"
 	done
-	# FI_PROVIDER=tcp keeps only plain tcp infos, ofi_rxm only the layered ones.
+	# FI_PROVIDER=tcp keeps tcp and the layerings on it (as 1.17 does: an RDM application
+	# then gets tcp;ofi_rxm), ofi_rxm only the layered ones.
 	if "$FI_INFO" -p tcp >/dev/null 2>&1; then
-		names=$(FI_PROVIDER=tcp "$FI_INFO" | sed -n 's/^provider: //p' | sort -u)
-		[ "$names" = "tcp" ] || fail "FI_PROVIDER=tcp gave: $names"
+		names=$(FI_PROVIDER=tcp "$FI_INFO" | sed -n 's/^provider: //p' | sort -u | tr '\n' ' ')
+		[ "$names" = "tcp tcp;ofi_rxm " ] || fail "FI_PROVIDER=tcp gave: $names"
+		names=$(FI_PROVIDER=tcp "$FI_INFO" -t FI_EP_RDM | sed -n 's/^provider: //p' | sort -u)
+		[ "$names" = "tcp;ofi_rxm" ] || fail "FI_PROVIDER=tcp -t FI_EP_RDM gave: $names"
 		names=$(FI_PROVIDER=ofi_rxm "$FI_INFO" | sed -n 's/^provider: //p' | sort -u)
 		echo "$names" | grep -qv ';ofi_rxm$' && fail "FI_PROVIDER=ofi_rxm gave: $names"
 	fi

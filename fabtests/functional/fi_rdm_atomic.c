@@ -4,8 +4,11 @@
  * here), in its base, fetch and compare forms. For each case the server fills the target
  * with a known vector, the client runs the operation on COUNT elements, the server checks
  * the target against the result computed here from fi_atomic(3)'s definitions, and the
- * client checks the fetched initial values. Data mismatches are all reported; the first
- * transport error stops the test. A provider that reports no atomics is "not run".
+ * client checks the fetched initial values. Each case runs in three forms: the plain call,
+ * the vector call (fi_atomicv and friends, operands, compare values and results split over
+ * several iocs) and the msg call (fi_atomicmsg and friends, with the target split over two
+ * rma iocs as well). Data mismatches are all reported; the first transport error stops the
+ * test. A provider that reports no atomics is "not run".
  */
 #include "../common/shared.h"
 
@@ -20,6 +23,10 @@
 
 enum kind { BASE, FETCH, COMPARE };
 static const char *kind_names[KINDS] = { "atomic", "fetch_atomic", "compare_atomic" };
+#define FORMS 3
+enum form { PLAIN, VECTOR, MSG };
+static const char *form_names[FORMS] = { "", "v", "msg" };
+#define MAX_IOCS 4  /* fi_atomic(3) lets a provider take fewer; ours and 1.17's rxm take 4 */
 static const uint64_t kind_flags[KINDS] = { 0, FI_FETCH_ATOMIC, FI_COMPARE_ATOMIC };
 
 struct vectors {
@@ -164,6 +171,7 @@ struct atomic_case {
 	int32_t op;
 	int32_t kind;
 	int32_t count;
+	int32_t form;
 };
 
 /* Client: which cases exist, from fi_query_atomic. */
@@ -181,10 +189,26 @@ static int supported(const struct type_ops *t, enum fi_op op, int kind, size_t *
 	return 0;
 }
 
-static int post(const struct atomic_case *c, struct vectors *v, void *result)
+/* Splits n elements of size bytes at base into iocs: one element each, the last taking
+ * the rest ('first' > 0 instead makes the first ioc that long and the second the rest). */
+static size_t split(void *base, size_t n, size_t size, size_t first, struct fi_ioc *iov)
+{
+	size_t count = 0, done = 0;
+	while (done < n && count < MAX_IOCS) {
+		size_t take = count == MAX_IOCS - 1 ? n - done : 1;
+		if (first)
+			take = count == 0 && first < n ? first : n - done;
+		iov[count].addr = (unsigned char *)base + done * size;
+		iov[count].count = take;
+		done += take;
+		count++;
+	}
+	return count;
+}
+
+static int post_plain(const struct atomic_case *c, struct vectors *v, void *result, void *ctx)
 {
 	const struct type_ops *t = &types[c->type_index];
-	void *ctx = &ft.tx_ctx[0];
 	enum fi_op op = (enum fi_op)c->op;
 	size_t n = (size_t)c->count;
 	switch (c->kind) {
@@ -204,6 +228,68 @@ static int post(const struct atomic_case *c, struct vectors *v, void *result)
 			      "fi_compare_atomic");
 		break;
 	}
+	return 0;
+}
+
+static int post_vector(const struct atomic_case *c, struct vectors *v, void *result, void *ctx)
+{
+	const struct type_ops *t = &types[c->type_index];
+	enum fi_op op = (enum fi_op)c->op;
+	size_t n = (size_t)c->count;
+	struct fi_ioc iov[MAX_IOCS], cmp[MAX_IOCS], res[MAX_IOCS];
+	void *desc[MAX_IOCS] = { ft.mr_desc, ft.mr_desc, ft.mr_desc, ft.mr_desc };
+	size_t iov_count = split(v->operand, n, t->size, 0, iov);
+	size_t cmp_count = split(v->compare, n, t->size, n / 2, cmp);
+	size_t res_count = split(result, n, t->size, (n + 1) / 2, res);
+	struct fi_rma_ioc rma[2] = {
+		{ ft.remote.addr, n > 1 ? 1 : n, ft.remote.key },
+		{ ft.remote.addr + t->size, n - 1, ft.remote.key },
+	};
+	struct fi_msg_atomic msg = {
+		.msg_iov = iov, .desc = desc, .iov_count = iov_count, .addr = ft.remote_addr,
+		.rma_iov = rma, .rma_iov_count = n > 1 ? 2 : 1, .datatype = t->dt, .op = op,
+		.context = ctx,
+	};
+	switch (c->kind * FORMS + c->form) {
+	case BASE * FORMS + VECTOR:
+		FT_RETRY_POST(fi_atomicv(ft.ep, iov, desc, iov_count, ft.remote_addr,
+					 ft.remote.addr, ft.remote.key, t->dt, op, ctx),
+			      "fi_atomicv");
+		break;
+	case BASE * FORMS + MSG:
+		FT_RETRY_POST(fi_atomicmsg(ft.ep, &msg, FI_COMPLETION), "fi_atomicmsg");
+		break;
+	case FETCH * FORMS + VECTOR:
+		FT_RETRY_POST(fi_fetch_atomicv(ft.ep, iov, desc, iov_count, res, desc, res_count,
+					       ft.remote_addr, ft.remote.addr, ft.remote.key,
+					       t->dt, op, ctx), "fi_fetch_atomicv");
+		break;
+	case FETCH * FORMS + MSG:
+		FT_RETRY_POST(fi_fetch_atomicmsg(ft.ep, &msg, res, desc, res_count, FI_COMPLETION),
+			      "fi_fetch_atomicmsg");
+		break;
+	case COMPARE * FORMS + VECTOR:
+		FT_RETRY_POST(fi_compare_atomicv(ft.ep, iov, desc, iov_count, cmp, desc, cmp_count,
+						 res, desc, res_count, ft.remote_addr,
+						 ft.remote.addr, ft.remote.key, t->dt, op, ctx),
+			      "fi_compare_atomicv");
+		break;
+	default:
+		FT_RETRY_POST(fi_compare_atomicmsg(ft.ep, &msg, cmp, desc, cmp_count, res, desc,
+						   res_count, FI_COMPLETION),
+			      "fi_compare_atomicmsg");
+		break;
+	}
+	return 0;
+}
+
+static int post(const struct atomic_case *c, struct vectors *v, void *result)
+{
+	void *ctx = &ft.tx_ctx[0];
+	if (c->form == PLAIN)
+		FT_CHECK(post_plain(c, v, result, ctx));
+	else
+		FT_CHECK(post_vector(c, v, result, ctx));
 	ft.tx_posted++;
 	return ft_get_tx_comp(ft.tx_posted);
 }
@@ -229,8 +315,9 @@ static int client_case(const struct atomic_case *c)
 	FT_CHECK(ft_oob_sync());  /* the target is initialised */
 	FT_CHECK(post(c, v, result));
 	if (c->kind != BASE && !t->equal(result, v->target, (size_t)c->count)) {
-		FT_ERR("%s %s %s: fetched values are not the target's initial ones",
-		       kind_names[c->kind], op_name((enum fi_op)c->op), t->name);
+		FT_ERR("%s%s %s %s: fetched values are not the target's initial ones",
+		       kind_names[c->kind], form_names[c->form], op_name((enum fi_op)c->op),
+		       t->name);
 		return -FI_EIO;
 	}
 	return 0;
@@ -255,8 +342,8 @@ static int server_check(const struct atomic_case *c)
 	t->init(&initial);
 	memcpy(expected.target + done, initial.target + done, COUNT * t->size - done);
 	if (!t->equal(ft.rx_buf, expected.target, COUNT)) {
-		FT_ERR("%s %s %s: the target holds a wrong result", kind_names[c->kind],
-		       op_name((enum fi_op)c->op), t->name);
+		FT_ERR("%s%s %s %s: the target holds a wrong result", kind_names[c->kind],
+		       form_names[c->form], op_name((enum fi_op)c->op), t->name);
 		return -FI_EIO;
 	}
 	return 0;
@@ -290,7 +377,8 @@ static int server(void)
 		if (c.type_index < 0)
 			return 0;
 		FT_EXPECT((size_t)c.type_index < NUM_TYPES && c.count > 0 && c.count <= COUNT &&
-			  c.kind >= 0 && c.kind < KINDS, "bad case from the client");
+			  c.kind >= 0 && c.kind < KINDS && c.form >= 0 && c.form < FORMS,
+			  "bad case from the client");
 		struct vectors init;
 		memset(&init, 0, sizeof(init));
 		types[c.type_index].init(&init);
@@ -307,21 +395,25 @@ static int client(void)
 	int cases = 0, failures = 0, ret = 0;
 	for (size_t ti = 0; ti < NUM_TYPES && !ret; ti++) {
 		for (int op = FI_MIN; op <= FI_MSWAP && !ret; op++) {
-			for (int kind = 0; kind < KINDS && !ret; kind++) {
+			for (int cell = 0; cell < KINDS * FORMS && !ret; cell++) {
+				int kind = cell / FORMS, form = cell % FORMS;
 				size_t count;
 				if (!op_fits_kind((enum fi_op)op, kind) ||
 				    supported(&types[ti], (enum fi_op)op, kind, &count))
 					continue;
-				struct atomic_case c = { (int32_t)ti, op, kind, (int32_t)count };
-				ft_debug("case %s %s %s count %zu\n", kind_names[kind],
-					 op_name((enum fi_op)op), types[ti].name, count);
+				struct atomic_case c = { (int32_t)ti, op, kind, (int32_t)count,
+							 form };
+				ft_debug("case %s%s %s %s count %zu\n", kind_names[kind],
+					 form_names[form], op_name((enum fi_op)op),
+					 types[ti].name, count);
 				FT_CHECK(ft_oob_send(&c, sizeof(c)));
 				int mine = client_case(&c);
 				/* Posting failed or the completion never came: the server learns
 				 * it from the verdict, and the test stops. */
 				if (mine && mine != -FI_EIO)
-					FT_ERR("%s %s %s failed", kind_names[kind],
-					       op_name((enum fi_op)op), types[ti].name);
+					FT_ERR("%s%s %s %s failed", kind_names[kind],
+					       form_names[form], op_name((enum fi_op)op),
+					       types[ti].name);
 				int v = client_verdict(mine);
 				cases++;
 				if (v == -FI_EIO)
@@ -331,7 +423,7 @@ static int client(void)
 			}
 		}
 	}
-	struct atomic_case end = { -1, 0, 0, 0 };
+	struct atomic_case end = { -1, 0, 0, 0, 0 };
 	FT_CHECK(ft_oob_send(&end, sizeof(end)));
 	printf("%d atomic cases, %d failed\n", cases, failures);
 	if (ret)

@@ -11,33 +11,72 @@
 
 #include <rdma/fi_errno.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <vector>
 
 namespace rxm {
 
+namespace {
+
+// Element count over an ioc array of 1 to kAtomicMaxTargets entries, each with a buffer
+// (unless buffers are not needed: the operands of FI_ATOMIC_READ); 0 when the array is
+// not acceptable.
+size_t ioc_total(const struct fi_ioc *iov, size_t n, bool need_buffers)
+{
+	if (!iov || n == 0 || n > kAtomicMaxTargets)
+		return 0;
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (need_buffers && !iov[i].addr && iov[i].count)
+			return 0;
+		total += iov[i].count;
+	}
+	return total;
+}
+
+// Copies 'count' elements out of the ioc array, in order, to 'out'.
+void gather(const struct fi_ioc *iov, size_t n, size_t count, size_t elem, uint8_t *out)
+{
+	for (size_t i = 0; i < n && count; i++) {
+		size_t take = std::min(iov[i].count, count);
+		memcpy(out, iov[i].addr, take * elem);
+		out += take * elem;
+		count -= take;
+	}
+}
+
+} // namespace
+
 ssize_t RxmEndpoint::atomic_common(const struct fi_msg_atomic *msg, const struct fi_ioc *compare,
-				   struct fi_ioc *result, uint64_t flags, int kind_value)
+				   size_t compare_count, const struct fi_ioc *result,
+				   size_t result_count, uint64_t flags, int kind_value)
 {
 	AtomicKind kind = static_cast<AtomicKind>(kind_value);
-	if (!msg || msg->iov_count != 1 || !msg->msg_iov || msg->rma_iov_count != 1 ||
-	    !msg->rma_iov)
+	if (!msg || !msg->rma_iov || msg->rma_iov_count == 0 ||
+	    msg->rma_iov_count > kAtomicMaxTargets)
 		return -FI_EINVAL;
 	uint8_t op_code = static_cast<uint8_t>(msg->op);
 	uint8_t datatype = static_cast<uint8_t>(msg->datatype);
 	if (!atomic_supported(op_code, datatype, kind))
 		return -FI_EOPNOTSUPP;
-	size_t count = msg->msg_iov[0].count;
+	// The local iocs, the target iocs, and the compare and result iocs each hold the same
+	// number of elements in total (results may offer more room).
+	size_t count = ioc_total(msg->msg_iov, msg->iov_count, op_code != FI_ATOMIC_READ);
 	size_t elem = atomic_datatype_size(datatype);
-	if (count == 0 || count != msg->rma_iov[0].count ||
+	size_t target_total = 0;
+	for (size_t i = 0; i < msg->rma_iov_count; i++) {
+		if (msg->rma_iov[i].count == 0)
+			return -FI_EINVAL;
+		target_total += msg->rma_iov[i].count;
+	}
+	if (count == 0 || count != target_total ||
 	    count > atomic_max_count(datatype, kind, eager_limit_))
 		return -FI_EINVAL;
-	if (op_code != FI_ATOMIC_READ && !msg->msg_iov[0].addr)
+	if (kind != AtomicKind::write && ioc_total(result, result_count, true) < count)
 		return -FI_EINVAL;
-	if (kind != AtomicKind::write && (!result || !result->addr || result->count < count))
-		return -FI_EINVAL;
-	if (kind == AtomicKind::compare && (!compare || !compare->addr || compare->count < count))
+	if (kind == AtomicKind::compare && ioc_total(compare, compare_count, true) < count)
 		return -FI_EINVAL;
 
 	std::lock_guard guard(lock_);
@@ -60,9 +99,22 @@ ssize_t RxmEndpoint::atomic_common(const struct fi_msg_atomic *msg, const struct
 	op->cq_flags = FI_ATOMIC | (kind == AtomicKind::write ? FI_WRITE : FI_READ);
 	op->report = wants_tx_completion(flags) && !(flags & kNoCompletionFlag);
 	op->conn = conn;
-	op->result = kind == AtomicKind::write ? nullptr : result->addr;
+	// Fetched values are scattered over the result iocs (op->iov) when the answer comes.
+	op->iov_count = 0;
 	op->result_len = kind == AtomicKind::write ? 0 : count * elem;
+	for (size_t i = 0, left = count; kind != AtomicKind::write && left; i++) {
+		size_t take = std::min(result[i].count, left);
+		op->iov[op->iov_count++] = {result[i].addr, take * elem};
+		left -= take;
+	}
 
+	AtomicRequest req{op_code, datatype, static_cast<uint32_t>(msg->rma_iov[0].count),
+			  msg->rma_iov[0].addr, msg->rma_iov[0].key};
+	req.extra_count = static_cast<uint16_t>(msg->rma_iov_count - 1);
+	for (size_t i = 1; i < msg->rma_iov_count; i++)
+		req.extra[i - 1] = {msg->rma_iov[i].addr, msg->rma_iov[i].key,
+				    static_cast<uint32_t>(msg->rma_iov[i].count)};
+	size_t head = atomic_request_head_size(req);
 	size_t operand_len = op_code == FI_ATOMIC_READ ? 0 : count * elem;
 	size_t compare_len = kind == AtomicKind::compare ? count * elem : 0;
 	WireHeader h;
@@ -70,24 +122,37 @@ ssize_t RxmEndpoint::atomic_common(const struct fi_msg_atomic *msg, const struct
 	h.flags = (kind != AtomicKind::write ? wire_flag::atomic_fetch : 0) |
 		  (kind == AtomicKind::compare ? wire_flag::atomic_compare : 0);
 	h.msg_id = (uint64_t(op->generation) << 32) | op->index;
-	h.payload_len = static_cast<uint32_t>(kAtomicRequestFixedSize + operand_len + compare_len);
+	h.payload_len = static_cast<uint32_t>(head + operand_len + compare_len);
 	h.total_len = count * elem;
 	uint8_t *p = buf->data;
 	encode_header(h, p);
 	p += kWireHeaderSize;
-	encode_atomic_request({op_code, datatype, static_cast<uint32_t>(count), msg->rma_iov[0].addr,
-			       msg->rma_iov[0].key},
-			      p);
-	p += kAtomicRequestFixedSize;
+	encode_atomic_request(req, p);
+	p += head;
 	if (operand_len)
-		memcpy(p, msg->msg_iov[0].addr, operand_len);
+		gather(msg->msg_iov, msg->iov_count, count, elem, p);
 	if (compare_len)
-		memcpy(p + operand_len, compare->addr, compare_len);
+		gather(compare, compare_count, count, elem, p + operand_len);
 	buf->len = kWireHeaderSize + h.payload_len;
 	buf->op = op;
 	op->prepared = buf;
 	queue_op(conn, op);
 	return 0;
+}
+
+uint8_t *RxmEndpoint::registered_target(const AtomicTarget &target, size_t elem, uint64_t need)
+{
+	RxmMr *mr = domain_->find_mr(target.key);
+	if (!mr || !mr->base() || !mr->grants(need))
+		return nullptr;
+	uint64_t base = domain_->core_uses_virt_addr() ? reinterpret_cast<uintptr_t>(mr->base()) : 0;
+	uint64_t size = uint64_t(target.count) * elem;
+	if (target.addr < base)
+		return nullptr;
+	uint64_t start = target.addr - base;
+	if (start > mr->length() || size > mr->length() - start)
+		return nullptr;
+	return mr->base() + start;
 }
 
 void RxmEndpoint::handle_atomic_request(RxmConn *conn, const WireHeader &hdr,
@@ -101,7 +166,8 @@ void RxmEndpoint::handle_atomic_request(RxmConn *conn, const WireHeader &hdr,
 		return;
 	}
 	bool fetch = hdr.flags & wire_flag::atomic_fetch;
-	size_t size = size_t(req.count) * atomic_datatype_size(req.datatype);
+	size_t elem = atomic_datatype_size(req.datatype);
+	size_t size = size_t(req.total_count()) * elem;
 	TxOp *op = alloc_op();
 	TxBuffer *buf = op ? alloc_tx_buffer() : nullptr;
 	if (!buf) {
@@ -119,34 +185,27 @@ void RxmEndpoint::handle_atomic_request(RxmConn *conn, const WireHeader &hdr,
 	} else if (!(info_->caps & FI_ATOMIC)) {
 		status = -FI_EOPNOTSUPP;
 	} else {
-		// The target must lie inside a registration that allows what the op does. Looked
-		// up and applied under the atomic lock, which fi_close of an RxmMr also takes: once
-		// close returned, no atomic touches the region.
+		// Every target must lie inside a registration that allows what the op does; all
+		// are checked before any is touched. Looked up and applied under the atomic lock,
+		// which fi_close of an RxmMr also takes: once close returned, no atomic touches
+		// the region.
 		std::lock_guard atomic_guard(domain_->atomic_lock());
-		RxmMr *mr = domain_->find_mr(req.key);
 		uint64_t need = (req.op == FI_ATOMIC_READ ? 0 : FI_REMOTE_WRITE) |
 				(fetch ? FI_REMOTE_READ : 0);
-		uint8_t *target = nullptr;
-		if (mr && mr->base()) {
-			uint64_t start = domain_->core_uses_virt_addr()
-						 ? req.addr - reinterpret_cast<uintptr_t>(mr->base())
-						 : req.addr;
-			bool in_range = req.addr >= (domain_->core_uses_virt_addr()
-							     ? reinterpret_cast<uintptr_t>(mr->base())
-							     : 0) &&
-					start <= mr->length() && size <= mr->length() - start;
-			if (in_range)
-				target = mr->base() + start;
+		uint8_t *targets[kAtomicMaxTargets];
+		for (size_t i = 0; i < req.target_count() && !status; i++) {
+			targets[i] = registered_target(req.target(i), elem, need);
+			if (!targets[i])
+				status = -FI_EACCES;
 		}
-		if (!mr || !target)
-			status = -FI_EACCES;
-		else if ((mr->access() & need) != need)
-			status = -FI_EACCES;
-		else {
-			status = atomic_apply(req.op, req.datatype, target,
-					      operand.empty() ? nullptr : operand.data(),
-					      compare.empty() ? nullptr : compare.data(),
-					      fetch ? old : nullptr, req.count);
+		size_t done = 0;
+		for (size_t i = 0; i < req.target_count() && !status; i++) {
+			size_t n = req.target(i).count;
+			status = atomic_apply(req.op, req.datatype, targets[i],
+					      operand.empty() ? nullptr : operand.data() + done * elem,
+					      compare.empty() ? nullptr : compare.data() + done * elem,
+					      fetch ? old + done * elem : nullptr, n);
+			done += n;
 		}
 	}
 	WireHeader h;
@@ -175,21 +234,40 @@ void RxmEndpoint::handle_atomic_response(RxmConn *conn, const WireHeader &hdr,
 		RXM_WARN(FI_LOG_EP_DATA, "unexpected or malformed atomic response ignored\n");
 		return;
 	}
-	if (status)
+	if (status) {
 		op->error = status;
-	else if (op->result_len && fetched.size() != op->result_len)
+	} else if (op->result_len && fetched.size() != op->result_len) {
 		op->error = -FI_EIO;
-	else if (op->result_len)
-		memcpy(op->result, fetched.data(), op->result_len);
+	} else {
+		const uint8_t *from = fetched.data();
+		for (size_t i = 0; i < op->iov_count; i++) {
+			memcpy(op->iov[i].iov_base, from, op->iov[i].iov_len);
+			from += op->iov[i].iov_len;
+		}
+	}
 	IntrusiveList<TxOp>::remove(op);
 	maybe_finish(op);
 }
+
+// Every form ends in atomic_common; the single-buffer forms are one-ioc vectors.
+static constexpr int kWrite = static_cast<int>(AtomicKind::write);
+static constexpr int kFetch = static_cast<int>(AtomicKind::fetch);
+static constexpr int kCompare = static_cast<int>(AtomicKind::compare);
 
 ssize_t RxmEndpoint::atomicmsg(const struct fi_msg_atomic *msg, uint64_t flags)
 {
 	if (!flags_allowed(flags, kAtomicMsgFlags))
 		return -FI_EBADFLAGS;
-	return atomic_common(msg, nullptr, nullptr, flags, static_cast<int>(AtomicKind::write));
+	return atomic_common(msg, nullptr, 0, nullptr, 0, flags, kWrite);
+}
+
+ssize_t RxmEndpoint::atomicv(const struct fi_ioc *iov, void **desc, size_t count, fi_addr_t dest,
+			     uint64_t addr, uint64_t key, enum fi_datatype datatype,
+			     enum fi_op op, void *context)
+{
+	fi_rma_ioc rma{addr, ioc_total(iov, count, false), key};
+	fi_msg_atomic msg{iov, desc, count, dest, &rma, 1, datatype, op, context, 0};
+	return atomic_common(&msg, nullptr, 0, nullptr, 0, tx_op_flags_, kWrite);
 }
 
 ssize_t RxmEndpoint::atomic(const void *buf, size_t count, void *desc, fi_addr_t dest,
@@ -197,10 +275,7 @@ ssize_t RxmEndpoint::atomic(const void *buf, size_t count, void *desc, fi_addr_t
 			    void *context)
 {
 	fi_ioc ioc{const_cast<void *>(buf), count};
-	fi_rma_ioc rma{addr, count, key};
-	fi_msg_atomic msg{&ioc, &desc, 1, dest, &rma, 1, datatype, op, context, 0};
-	return atomic_common(&msg, nullptr, nullptr, tx_op_flags_,
-			     static_cast<int>(AtomicKind::write));
+	return atomicv(&ioc, &desc, 1, dest, addr, key, datatype, op, context);
 }
 
 ssize_t RxmEndpoint::inject_atomic(const void *buf, size_t count, fi_addr_t dest, uint64_t addr,
@@ -209,8 +284,7 @@ ssize_t RxmEndpoint::inject_atomic(const void *buf, size_t count, fi_addr_t dest
 	fi_ioc ioc{const_cast<void *>(buf), count};
 	fi_rma_ioc rma{addr, count, key};
 	fi_msg_atomic msg{&ioc, nullptr, 1, dest, &rma, 1, datatype, op, nullptr, 0};
-	return atomic_common(&msg, nullptr, nullptr, FI_INJECT | kNoCompletionFlag,
-			     static_cast<int>(AtomicKind::write));
+	return atomic_common(&msg, nullptr, 0, nullptr, 0, FI_INJECT | kNoCompletionFlag, kWrite);
 }
 
 ssize_t RxmEndpoint::fetch_atomicmsg(const struct fi_msg_atomic *msg, struct fi_ioc *resultv,
@@ -218,20 +292,27 @@ ssize_t RxmEndpoint::fetch_atomicmsg(const struct fi_msg_atomic *msg, struct fi_
 {
 	if (!flags_allowed(flags, kAtomicMsgFlags))
 		return -FI_EBADFLAGS;
-	if (result_count != 1)
-		return -FI_EINVAL;
-	return atomic_common(msg, nullptr, resultv, flags, static_cast<int>(AtomicKind::fetch));
+	return atomic_common(msg, nullptr, 0, resultv, result_count, flags, kFetch);
+}
+
+ssize_t RxmEndpoint::fetch_atomicv(const struct fi_ioc *iov, void **desc, size_t count,
+				   struct fi_ioc *resultv, void **, size_t result_count,
+				   fi_addr_t dest, uint64_t addr, uint64_t key,
+				   enum fi_datatype datatype, enum fi_op op, void *context)
+{
+	fi_rma_ioc rma{addr, ioc_total(iov, count, false), key};
+	fi_msg_atomic msg{iov, desc, count, dest, &rma, 1, datatype, op, context, 0};
+	return atomic_common(&msg, nullptr, 0, resultv, result_count, tx_op_flags_, kFetch);
 }
 
 ssize_t RxmEndpoint::fetch_atomic(const void *buf, size_t count, void *desc, void *result,
-				  void *, fi_addr_t dest, uint64_t addr, uint64_t key,
+				  void *result_desc, fi_addr_t dest, uint64_t addr, uint64_t key,
 				  enum fi_datatype datatype, enum fi_op op, void *context)
 {
 	fi_ioc ioc{const_cast<void *>(buf), count};
 	fi_ioc res{result, count};
-	fi_rma_ioc rma{addr, count, key};
-	fi_msg_atomic msg{&ioc, &desc, 1, dest, &rma, 1, datatype, op, context, 0};
-	return atomic_common(&msg, nullptr, &res, tx_op_flags_, static_cast<int>(AtomicKind::fetch));
+	return fetch_atomicv(&ioc, &desc, 1, &res, &result_desc, 1, dest, addr, key, datatype,
+			     op, context);
 }
 
 ssize_t RxmEndpoint::compare_atomicmsg(const struct fi_msg_atomic *msg,
@@ -241,22 +322,32 @@ ssize_t RxmEndpoint::compare_atomicmsg(const struct fi_msg_atomic *msg,
 {
 	if (!flags_allowed(flags, kAtomicMsgFlags))
 		return -FI_EBADFLAGS;
-	if (compare_count != 1 || result_count != 1)
-		return -FI_EINVAL;
-	return atomic_common(msg, comparev, resultv, flags, static_cast<int>(AtomicKind::compare));
+	return atomic_common(msg, comparev, compare_count, resultv, result_count, flags,
+			     kCompare);
+}
+
+ssize_t RxmEndpoint::compare_atomicv(const struct fi_ioc *iov, void **desc, size_t count,
+				     const struct fi_ioc *comparev, void **, size_t compare_count,
+				     struct fi_ioc *resultv, void **, size_t result_count,
+				     fi_addr_t dest, uint64_t addr, uint64_t key,
+				     enum fi_datatype datatype, enum fi_op op, void *context)
+{
+	fi_rma_ioc rma{addr, ioc_total(iov, count, false), key};
+	fi_msg_atomic msg{iov, desc, count, dest, &rma, 1, datatype, op, context, 0};
+	return atomic_common(&msg, comparev, compare_count, resultv, result_count, tx_op_flags_,
+			     kCompare);
 }
 
 ssize_t RxmEndpoint::compare_atomic(const void *buf, size_t count, void *desc, const void *compare,
-				    void *, void *result, void *,
+				    void *compare_desc, void *result, void *result_desc,
 				    fi_addr_t dest, uint64_t addr, uint64_t key,
 				    enum fi_datatype datatype, enum fi_op op, void *context)
 {
 	fi_ioc ioc{const_cast<void *>(buf), count};
 	fi_ioc cmp{const_cast<void *>(compare), count};
 	fi_ioc res{result, count};
-	fi_rma_ioc rma{addr, count, key};
-	fi_msg_atomic msg{&ioc, &desc, 1, dest, &rma, 1, datatype, op, context, 0};
-	return atomic_common(&msg, &cmp, &res, tx_op_flags_, static_cast<int>(AtomicKind::compare));
+	return compare_atomicv(&ioc, &desc, 1, &cmp, &compare_desc, 1, &res, &result_desc, 1,
+			       dest, addr, key, datatype, op, context);
 }
 
 static int valid(enum fi_datatype datatype, enum fi_op op, size_t *count, AtomicKind kind)

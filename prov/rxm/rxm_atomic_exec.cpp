@@ -97,10 +97,12 @@ bool atomic_supported(uint8_t op, uint8_t datatype, AtomicKind kind)
 size_t atomic_max_count(uint8_t datatype, AtomicKind kind, size_t eager_size)
 {
 	size_t elem = atomic_datatype_size(datatype);
-	if (!elem || eager_size < kAtomicRequestFixedSize)
+	// Room for the most targets a request may name, so that the count holds for every form.
+	size_t head = kAtomicRequestFixedSize + (kAtomicMaxTargets - 1) * kAtomicTargetSize;
+	if (!elem || eager_size < head)
 		return 0;
 	size_t per_element = kind == AtomicKind::compare ? 2 * elem : elem;
-	size_t request = (eager_size - kAtomicRequestFixedSize) / per_element;
+	size_t request = (eager_size - head) / per_element;
 	size_t response = (eager_size - kAtomicResponseFixedSize) / elem;
 	return request < response ? request : response;
 }

@@ -119,6 +119,18 @@ public:
 				  void **compare_desc, size_t compare_count,
 				  struct fi_ioc *resultv, void **result_desc, size_t result_count,
 				  uint64_t flags);
+	ssize_t atomicv(const struct fi_ioc *iov, void **desc, size_t count, fi_addr_t dest,
+			uint64_t addr, uint64_t key, enum fi_datatype datatype, enum fi_op op,
+			void *context);
+	ssize_t fetch_atomicv(const struct fi_ioc *iov, void **desc, size_t count,
+			      struct fi_ioc *resultv, void **result_desc, size_t result_count,
+			      fi_addr_t dest, uint64_t addr, uint64_t key,
+			      enum fi_datatype datatype, enum fi_op op, void *context);
+	ssize_t compare_atomicv(const struct fi_ioc *iov, void **desc, size_t count,
+				const struct fi_ioc *comparev, void **compare_desc,
+				size_t compare_count, struct fi_ioc *resultv, void **result_desc,
+				size_t result_count, fi_addr_t dest, uint64_t addr, uint64_t key,
+				enum fi_datatype datatype, enum fi_op op, void *context);
 	int atomicvalid(enum fi_datatype datatype, enum fi_op op, size_t *count);
 	int fetch_atomicvalid(enum fi_datatype datatype, enum fi_op op, size_t *count);
 	int compare_atomicvalid(enum fi_datatype datatype, enum fi_op op, size_t *count);
@@ -227,8 +239,13 @@ private:
 	ssize_t peek(const struct fi_msg_tagged *msg, uint64_t flags);
 
 	// Atomics (rxm_atomic.cpp)
+	// compare/result: the caller's ioc arrays (1 to kAtomicMaxTargets entries each).
 	ssize_t atomic_common(const struct fi_msg_atomic *msg, const struct fi_ioc *compare,
-			      struct fi_ioc *result, uint64_t flags, int kind);
+			      size_t compare_count, const struct fi_ioc *result,
+			      size_t result_count, uint64_t flags, int kind);
+	// The registered memory an atomic target names, if it lies inside a registration
+	// granting 'need'; nullptr otherwise. Called under the domain's atomic lock.
+	uint8_t *registered_target(const AtomicTarget &target, size_t elem, uint64_t need);
 	void handle_atomic_request(RxmConn *conn, const WireHeader &hdr,
 				   std::span<const uint8_t> payload);
 	void handle_atomic_response(RxmConn *conn, const WireHeader &hdr,

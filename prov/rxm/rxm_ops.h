@@ -106,8 +106,7 @@ struct TxOp : ListNode {
 	uint64_t write_total;
 	uint64_t write_issued;
 	bool writing;
-	// Atomics: where fetched values go.
-	void *result;
+	// Atomics: how many fetched bytes the answer brings; they are scattered over iov.
 	size_t result_len;
 };
 

@@ -157,10 +157,17 @@ void encode_atomic_request(const AtomicRequest &req, uint8_t *out)
 {
 	put_u8(out, req.op);
 	put_u8(out + 1, req.datatype);
-	put_u16(out + 2, 0);
+	put_u16(out + 2, req.extra_count);
 	put_u32(out + 4, req.count);
 	put_u64(out + 8, req.addr);
 	put_u64(out + 16, req.key);
+	uint8_t *p = out + kAtomicRequestFixedSize;
+	for (uint16_t i = 0; i < req.extra_count; i++, p += kAtomicTargetSize) {
+		put_u64(p, req.extra[i].addr);
+		put_u64(p + 8, req.extra[i].key);
+		put_u32(p + 16, req.extra[i].count);
+		put_u32(p + 20, 0);
+	}
 }
 
 static bool is_compare_op(uint8_t op) { return op >= FI_CSWAP && op <= FI_MSWAP; }
@@ -172,8 +179,18 @@ int decode_atomic_request(std::span<const uint8_t> payload, uint16_t flags, Atom
 		return -FI_EIO;
 	const uint8_t *p = payload.data();
 	AtomicRequest r{get_u8(p), get_u8(p + 1), get_u32(p + 4), get_u64(p + 8), get_u64(p + 16)};
-	if (get_u16(p + 2) != 0 || r.op >= FI_ATOMIC_OP_LAST || r.count == 0)
+	r.extra_count = get_u16(p + 2);
+	if (r.extra_count >= kAtomicMaxTargets || r.op >= FI_ATOMIC_OP_LAST || r.count == 0)
 		return -FI_EIO;
+	size_t head = atomic_request_head_size(r);
+	if (payload.size() < head)
+		return -FI_EIO;
+	for (uint16_t i = 0; i < r.extra_count; i++) {
+		const uint8_t *t = p + kAtomicRequestFixedSize + i * kAtomicTargetSize;
+		r.extra[i] = {get_u64(t), get_u64(t + 8), get_u32(t + 16)};
+		if (r.extra[i].count == 0 || get_u32(t + 20) != 0)
+			return -FI_EIO;
+	}
 	size_t elem = atomic_datatype_size(r.datatype);
 	if (elem == 0)
 		return -FI_EIO;
@@ -184,13 +201,14 @@ int decode_atomic_request(std::span<const uint8_t> payload, uint16_t flags, Atom
 	if ((r.op == FI_ATOMIC_READ || is_compare_op(r.op)) && !wants_fetch)
 		return -FI_EIO;
 	// A read carries no operand; compare ops carry operands and compare values.
-	uint64_t operand_len = r.op == FI_ATOMIC_READ ? 0 : uint64_t(r.count) * elem;
-	uint64_t compare_len = wants_compare ? uint64_t(r.count) * elem : 0;
-	if (payload.size() - kAtomicRequestFixedSize != operand_len + compare_len)
+	uint64_t total = r.total_count();
+	uint64_t operand_len = r.op == FI_ATOMIC_READ ? 0 : total * elem;
+	uint64_t compare_len = wants_compare ? total * elem : 0;
+	if (payload.size() - head != operand_len + compare_len)
 		return -FI_EIO;
 	*req = r;
-	*operand = payload.subspan(kAtomicRequestFixedSize, operand_len);
-	*compare = payload.subspan(kAtomicRequestFixedSize + operand_len, compare_len);
+	*operand = payload.subspan(head, operand_len);
+	*compare = payload.subspan(head + operand_len, compare_len);
 	return 0;
 }
 

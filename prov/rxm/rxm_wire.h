@@ -85,17 +85,47 @@ void encode_rndv(std::span<const RndvSegment> segments, uint8_t *out);
 int decode_rndv(std::span<const uint8_t> payload, uint64_t total_len,
 		RndvSegment (&segments)[kRndvMaxSegments], size_t *count);
 
-// Atomic request payload: fixed part, then count operands, then count compare values.
+// Atomic request payload: fixed part (the first target), the further targets, then the
+// operands of all targets in order, then as many compare values.
+// Fixed part: op u8, datatype u8, extra target count u16, count u32, addr u64, key u64.
+// Each further target (fi_atomicmsg with rma_iov_count > 1): addr u64, key u64, count u32,
+// zero u32.
+constexpr size_t kAtomicMaxTargets = 4;
+struct AtomicTarget {
+	uint64_t addr = 0;
+	uint64_t key = 0;
+	uint32_t count = 0;
+};
 struct AtomicRequest {
 	uint8_t op;        // enum fi_op
 	uint8_t datatype;  // enum fi_datatype
-	uint32_t count;    // elements
-	uint64_t addr;     // target address (or offset, per the target's MR mode)
-	uint64_t key;      // target MR key
+	uint32_t count;    // elements of the first target
+	uint64_t addr;     // first target address (or offset, per the target's MR mode)
+	uint64_t key;      // first target MR key
+	uint16_t extra_count = 0;
+	AtomicTarget extra[kAtomicMaxTargets - 1] = {};
+
+	// Elements over all targets.
+	uint64_t total_count() const
+	{
+		uint64_t n = count;
+		for (uint16_t i = 0; i < extra_count; i++)
+			n += extra[i].count;
+		return n;
+	}
+	AtomicTarget target(size_t i) const { return i ? extra[i - 1] : AtomicTarget{addr, key, count}; }
+	size_t target_count() const { return 1 + size_t(extra_count); }
 };
 constexpr size_t kAtomicRequestFixedSize = 24;
+constexpr size_t kAtomicTargetSize = 24;
+// Bytes before the operands: the fixed part and the further targets.
+inline size_t atomic_request_head_size(const AtomicRequest &req)
+{
+	return kAtomicRequestFixedSize + size_t(req.extra_count) * kAtomicTargetSize;
+}
 void encode_atomic_request(const AtomicRequest &req, uint8_t *out);
-// Validates op, datatype and that the payload holds exactly the operands the flags announce.
+// Validates op, datatype, the targets (at most kAtomicMaxTargets, none empty) and that the
+// payload holds exactly the operands the flags announce for their total count.
 // operand/compare point into payload (compare is empty unless atomic_compare).
 int decode_atomic_request(std::span<const uint8_t> payload, uint16_t flags, AtomicRequest *req,
 			  std::span<const uint8_t> *operand, std::span<const uint8_t> *compare);

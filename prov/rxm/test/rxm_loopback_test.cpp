@@ -690,6 +690,67 @@ TEST_F(RxmLoopback, EmulatedAtomics)
 	EXPECT_EQ(0, fi_close(&mr->fid));
 }
 
+// Vector and msg forms: the largest count fi_fetch_atomicvalid allows, split over 4 local
+// iocs, 4 result iocs and 4 targets; one bad target among several touches none of them.
+TEST_F(RxmLoopback, VectorAtomicsAtTheLargestCount)
+{
+	size_t count = 0;
+	ASSERT_EQ(0, fi_fetch_atomicvalid(a->ep, FI_UINT32, FI_SUM, &count));
+	ASSERT_GE(count, 8u);
+	std::vector<uint32_t> target(count, 1000), operand(count), old(count, 0);
+	for (size_t i = 0; i < count; i++)
+		operand[i] = uint32_t(i);
+	fid_mr *mr = nullptr;
+	ASSERT_EQ(0, fi_mr_reg(b->domain, target.data(), count * 4,
+			       FI_REMOTE_WRITE | FI_REMOTE_READ, 0, 11, 0, &mr, nullptr));
+	uint64_t base = (info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
+				? reinterpret_cast<uintptr_t>(target.data())
+				: 0;
+	// Pieces of 1, 2, 3 and the rest elements, locally and at the target.
+	size_t cut[5] = {0, 1, 3, 6, count};
+	fi_ioc iov[4], res[4];
+	fi_rma_ioc rma[4];
+	for (int i = 0; i < 4; i++) {
+		iov[i] = {&operand[cut[i]], cut[i + 1] - cut[i]};
+		res[i] = {&old[cut[i]], cut[i + 1] - cut[i]};
+		rma[i] = {base + cut[i] * 4, cut[i + 1] - cut[i], fi_mr_key(mr)};
+	}
+	int ctx;
+	fi_msg_atomic msg{iov, nullptr, 4, b_at_a, rma, 4, FI_UINT32, FI_SUM, &ctx, 0};
+	ASSERT_EQ(0, fi_fetch_atomicmsg(a->ep, &msg, res, nullptr, 4, FI_COMPLETION));
+	Completion c1 = wait_for(*a, &ctx);
+	ASSERT_FALSE(c1.error) << fi_strerror(c1.err.err);
+	for (size_t i = 0; i < count; i++) {
+		ASSERT_EQ(1000u, old[i]) << i;
+		ASSERT_EQ(1000u + i, target[i]) << i;
+	}
+	// fi_atomicv: the same iocs against one target range.
+	ASSERT_EQ(0, fi_atomicv(a->ep, iov, nullptr, 4, b_at_a, base, fi_mr_key(mr), FI_UINT32,
+				FI_SUM, &ctx));
+	ASSERT_FALSE(wait_for(*a, &ctx).error);
+	EXPECT_EQ(1000u + 2 * (count - 1), target[count - 1]);
+	// More elements than any message holds, five iocs, totals that disagree: refused at once.
+	std::vector<uint32_t> big(1 << 16);
+	fi_ioc one{big.data(), big.size()};
+	EXPECT_EQ(-FI_EINVAL, fi_atomicv(a->ep, &one, nullptr, 1, b_at_a, base, fi_mr_key(mr),
+					 FI_UINT32, FI_SUM, &ctx));
+	fi_ioc five[5] = {iov[0], iov[1], iov[2], iov[3], iov[0]};
+	EXPECT_EQ(-FI_EINVAL, fi_atomicv(a->ep, five, nullptr, 5, b_at_a, base, fi_mr_key(mr),
+					 FI_UINT32, FI_SUM, &ctx));
+	msg.rma_iov_count = 3;
+	EXPECT_EQ(-FI_EINVAL, fi_atomicmsg(a->ep, &msg, FI_COMPLETION));
+	// The last target lies past the registration: an error, and no target changed.
+	std::vector<uint32_t> before = target;
+	msg.rma_iov_count = 4;
+	rma[3].addr = base + 8 * count;
+	ASSERT_EQ(0, fi_atomicmsg(a->ep, &msg, FI_COMPLETION));
+	Completion e = wait_for(*a, &ctx);
+	ASSERT_TRUE(e.error);
+	EXPECT_EQ(FI_EACCES, e.err.err);
+	EXPECT_EQ(before, target);
+	EXPECT_EQ(0, fi_close(&mr->fid));
+}
+
 TEST_F(RxmLoopback, DeliveryCompleteWaitsForTheReceiver)
 {
 	for (size_t size : {size_t(100), size_t(70000)}) {

@@ -215,6 +215,45 @@ TEST(RxmWire, AtomicRequestValidation)
 	EXPECT_EQ(0, decode_atomic_request(r, wire_flag::atomic_fetch, &d, &operand, &compare));
 }
 
+// fi_atomicmsg with several rma iocs: the further targets follow the fixed part, the
+// operands of all targets follow them.
+TEST(RxmWire, AtomicRequestWithSeveralTargets)
+{
+	AtomicRequest req{FI_SUM, FI_UINT32, 1, 0x1000, 7};
+	req.extra_count = 2;
+	req.extra[0] = {0x2000, 8, 2};
+	req.extra[1] = {0x3000, 9, 3};
+	ASSERT_EQ(6u, req.total_count());
+	size_t head = atomic_request_head_size(req);
+	ASSERT_EQ(kAtomicRequestFixedSize + 2 * kAtomicTargetSize, head);
+	std::vector<uint8_t> p(head + 6 * 4);
+	encode_atomic_request(req, p.data());
+	AtomicRequest d;
+	std::span<const uint8_t> operand, compare;
+	ASSERT_EQ(0, decode_atomic_request(p, 0, &d, &operand, &compare));
+	EXPECT_EQ(3u, d.target_count());
+	EXPECT_EQ(24u, operand.size());
+	EXPECT_EQ(0x3000u, d.target(2).addr);
+	EXPECT_EQ(9u, d.target(2).key);
+	EXPECT_EQ(3u, d.target(2).count);
+	EXPECT_EQ(0x1000u, d.target(0).addr);
+	// Operands for fewer elements than the targets name.
+	EXPECT_EQ(-FI_EIO, decode_atomic_request(std::span(p).first(p.size() - 4), 0, &d,
+						 &operand, &compare));
+	// An empty further target, a non-zero reserved word, too many targets, a cut table.
+	std::vector<uint8_t> bad = p;
+	bad[kAtomicRequestFixedSize + 16] = 0;
+	EXPECT_EQ(-FI_EIO, decode_atomic_request(bad, 0, &d, &operand, &compare));
+	bad = p;
+	bad[kAtomicRequestFixedSize + 20] = 1;
+	EXPECT_EQ(-FI_EIO, decode_atomic_request(bad, 0, &d, &operand, &compare));
+	bad = p;
+	bad[2] = kAtomicMaxTargets;
+	EXPECT_EQ(-FI_EIO, decode_atomic_request(bad, 0, &d, &operand, &compare));
+	EXPECT_EQ(-FI_EIO, decode_atomic_request(std::span(p).first(kAtomicRequestFixedSize + 8),
+						 0, &d, &operand, &compare));
+}
+
 TEST(RxmWire, AtomicResponse)
 {
 	uint8_t p[kAtomicResponseFixedSize + 4];

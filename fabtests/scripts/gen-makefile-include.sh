@@ -33,9 +33,11 @@ dist_noinst_SCRIPTS += \
 	fabtests/scripts/gen-makefile-include.sh \
 	fabtests/scripts/check-quick.sh \
 	fabtests/scripts/quick-summary.sh \
-	fabtests/scripts/pingpong-interop.sh
-# make check runs the quick set against our library (tcp and tcp;ofi_rxm).
-TESTS += fabtests/scripts/check-quick.sh
+	fabtests/scripts/pingpong-interop.sh \
+	fabtests/scripts/check-config-walk.sh
+# make check runs the quick set against our library (tcp and tcp;ofi_rxm), and the
+# configuration walker.
+TESTS += fabtests/scripts/check-quick.sh fabtests/scripts/check-config-walk.sh
 dist_noinst_DATA += fabtests/README.md $(wildcard $(srcdir)/fabtests/scripts/excludes/*.exclude)
 TAIL
 } > Makefile.include

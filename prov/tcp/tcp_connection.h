@@ -27,6 +27,8 @@ public:
 	// the flags it was posted with, `cq_flags` describe the completion (FI_SEND|FI_MSG...).
 	virtual void tx_done(void *context, uint64_t op_flags, uint64_t cq_flags, size_t len,
 			     int err) = 0;
+	// An inject finished: it writes no CQ entry, but counters count it.
+	virtual void tx_counted(uint64_t cq_flags) { (void)cq_flags; }
 	// A receive-side event: a matched message (or its error), or remote CQ data of an RMA
 	// write (context NULL). `olen` = bytes that did not fit.
 	virtual void rx_done(void *context, uint64_t op_flags, uint64_t cq_flags, void *buf,

@@ -88,6 +88,8 @@ void Connection::complete_tx(TxEntry *e, int err)
 	tx_pool_.put(e);
 	if (!silent || err)
 		owner_.tx_done(context, op_flags, cq_flags, len, err);
+	else
+		owner_.tx_counted(cq_flags);
 }
 
 TxEntry *Connection::new_response(WireOp op, uint64_t id, int status, uint64_t size)

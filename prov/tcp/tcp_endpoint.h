@@ -83,6 +83,7 @@ public:
 
 	// ---- progress and Connection reports ----
 	void on_fd_ready(int fd, uint32_t events) override;
+	void tx_counted(uint64_t cq_flags) override { count_tx(cq_flags); }
 	void tx_done(void *context, uint64_t op_flags, uint64_t cq_flags, size_t len,
 		     int err) override;
 	void rx_done(void *context, uint64_t op_flags, uint64_t cq_flags, void *buf, size_t len,

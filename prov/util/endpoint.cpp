@@ -260,6 +260,11 @@ void Endpoint::complete_tx(uint64_t op_flags, void *context, uint64_t cq_flags, 
 {
 	if (tx_cq_ && (!tx_selective_ || (op_flags & FI_COMPLETION)))
 		tx_cq_->write(context, cq_flags, len, nullptr, data, tag);
+	count_tx(cq_flags);
+}
+
+void Endpoint::count_tx(uint64_t cq_flags)
+{
 	if (Counter *cntr = counters_[tx_counter_slot(cq_flags)])
 		cntr->increment();
 }

@@ -71,6 +71,9 @@ public:
 		     fi_addr_t src_addr = FI_ADDR_NOTAVAIL);
 	// Target side of RMA: FI_REMOTE_READ / FI_REMOTE_WRITE counters.
 	void count_remote(uint64_t cq_flags);
+	// A transmit that writes no CQ entry by nature (fi_inject*) still completes: counters
+	// count it (fi_cntr(3) counts completed operations, whatever the CQ shows).
+	void count_tx(uint64_t cq_flags);
 
 	// Called on FI_ENABLE after the generic checks; providers override to start the
 	// endpoint (the default just marks it enabled).

@@ -5,7 +5,8 @@
  * the walker enumerates configurations
  *     progress (manual, auto) x mr_mode the application supports (all bits, none)
  *   x CQ format (context, msg, data, tagged) x selective completion (off, on)
- *   x counters (none; send/recv/read/write on both sides plus remote read/write at the target)
+ *   x counters (none; send/recv/read/write on both sides, and remote read/write at the
+ *     target where the info has FI_RMA_EVENT)
  * and, in each, every operation form of every capability class the info offers:
  *     msg    send sendv sendmsg inject senddata injectdata
  *     tagged tsend tsendv tsendmsg tinject tsenddata tinjectdata
@@ -144,7 +145,8 @@ static int open_common(struct side *s, const struct config *c, struct fi_info *i
 		if ((ret = fi_cntr_open(s->domain, &cntr_attr, &s->txcntr, NULL)) ||
 		    (ret = fi_cntr_open(s->domain, &cntr_attr, &s->rxcntr, NULL)))
 			return ret;
-		if (!initiator && (info->caps & FI_RMA) &&
+		/* fi_endpoint(3): remote counters need an endpoint created with FI_RMA_EVENT. */
+		if (!initiator && (info->caps & FI_RMA) && (info->caps & FI_RMA_EVENT) &&
 		    (ret = fi_cntr_open(s->domain, &cntr_attr, &s->remcntr, NULL)))
 			return ret;
 	}

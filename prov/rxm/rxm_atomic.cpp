@@ -207,6 +207,8 @@ void RxmEndpoint::handle_atomic_request(RxmConn *conn, const WireHeader &hdr,
 					      fetch ? old + done * elem : nullptr, n);
 			done += n;
 		}
+		if (!status)
+			count_remote_atomic(fetch);
 	}
 	WireHeader h;
 	h.op = WireOp::atomic_response;

@@ -204,6 +204,10 @@ int RxmEndpoint::setup_core_ep(RxmConn *conn, struct fi_info *info)
 		ret = fi_ep_bind(conn->core_ep, &core_cq_->fid, FI_TRANSMIT | FI_RECV);
 	if (!ret && srx_)
 		ret = fi_ep_bind(conn->core_ep, &srx_->fid, 0);
+	if (!ret && core_remote_cntr_[0])
+		ret = fi_ep_bind(conn->core_ep, &core_remote_cntr_[0]->fid, FI_REMOTE_READ);
+	if (!ret && core_remote_cntr_[1])
+		ret = fi_ep_bind(conn->core_ep, &core_remote_cntr_[1]->fid, FI_REMOTE_WRITE);
 	if (!ret)
 		ret = fi_enable(conn->core_ep);
 	if (ret)

@@ -125,15 +125,19 @@ int RxmEndpoint::bind(struct fid *bfid, uint64_t flags)
 		RxmCntr *cntr = util::fid_cast<RxmCntr>(bfid, FI_CLASS_CNTR);
 		if (!cntr)
 			return -FI_EINVAL;
-		// Remote-side events would need the core's target counters: not offered.
-		if (!flags || (flags & ~(FI_SEND | FI_RECV | FI_READ | FI_WRITE)))
+		// fi_endpoint(3): remote-side counters need an endpoint made with FI_RMA_EVENT.
+		uint64_t allowed = FI_SEND | FI_RECV | FI_READ | FI_WRITE |
+				   ((info_->caps & FI_RMA_EVENT) ? FI_REMOTE_READ | FI_REMOTE_WRITE : 0);
+		if (!flags || (flags & ~allowed))
 			return -FI_EBADFLAGS;
-		RxmCntr **slots[] = {&send_cntr_, &recv_cntr_, &read_cntr_, &write_cntr_};
-		uint64_t bits[] = {FI_SEND, FI_RECV, FI_READ, FI_WRITE};
-		for (int i = 0; i < 4; i++)
+		RxmCntr **slots[] = {&send_cntr_, &recv_cntr_, &read_cntr_, &write_cntr_,
+				     &remote_read_cntr_, &remote_write_cntr_};
+		uint64_t bits[] = {FI_SEND, FI_RECV, FI_READ, FI_WRITE, FI_REMOTE_READ,
+				   FI_REMOTE_WRITE};
+		for (int i = 0; i < 6; i++)
 			if ((flags & bits[i]) && *slots[i])
 				return -FI_EINVAL;
-		for (int i = 0; i < 4; i++)
+		for (int i = 0; i < 6; i++)
 			if (flags & bits[i])
 				*slots[i] = cntr;
 		cntr->attach(this);
@@ -226,6 +230,8 @@ int RxmEndpoint::enable()
 	core_fabric_ = domain_->fabric()->core();
 
 	int ret = open_core_queues();
+	if (!ret)
+		ret = open_remote_counters();
 	if (ret)
 		goto fail;
 	ret = fi_passive_ep(core_fabric_, const_cast<fi_info *>(domain_->core_info()), &pep_, nullptr);
@@ -526,6 +532,12 @@ void RxmEndpoint::shutdown_all()
 	for (RecvOp &op : recvs_)
 		for (size_t i = 0; op.in_use && i < op.own_mr_count; i++)
 			fi_close(&op.own_mr[i]->fid);
+	for (fid_cntr *&core : core_remote_cntr_) {
+		if (core)
+			fi_close(&core->fid);
+		core = nullptr;
+	}
+	core_remote_seen_[0] = core_remote_seen_[1] = 0;
 	if (core_cq_)
 		fi_close(&core_cq_->fid);
 	core_cq_ = nullptr;
@@ -679,6 +691,7 @@ void RxmEndpoint::progress()
 		last_eq_read_ = now;
 		drain_core_eq();
 	}
+	collect_remote_counts();
 	post_pending_reads();
 	expire_rndv_reads(now);
 	post_pending_writes();

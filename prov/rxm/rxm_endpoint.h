@@ -282,6 +282,11 @@ private:
 	size_t own_cm_data(uint8_t *out, RejectReason reason, const RxmConn *conn = nullptr) const;
 	RxmConn *conn_by_id(uint32_t id) const;
 	int open_srx();
+	// FI_REMOTE_READ / FI_REMOTE_WRITE counters (FI_RMA_EVENT): core counters bound to every
+	// core endpoint, whose growth progress adds to the application's counters.
+	int open_remote_counters();
+	void collect_remote_counts();
+	void count_remote_atomic(bool fetch);
 
 	RxmDomain *domain_;
 	struct fi_info *info_;
@@ -295,6 +300,10 @@ private:
 	RxmCntr *recv_cntr_ = nullptr;
 	RxmCntr *read_cntr_ = nullptr;
 	RxmCntr *write_cntr_ = nullptr;
+	RxmCntr *remote_read_cntr_ = nullptr;
+	RxmCntr *remote_write_cntr_ = nullptr;
+	struct fid_cntr *core_remote_cntr_[2] = {}; // [0] remote reads, [1] remote writes
+	uint64_t core_remote_seen_[2] = {};
 	void count_tx(uint64_t cq_flags, bool error);
 	void count_rx(bool error);
 	bool tx_selective_ = false;

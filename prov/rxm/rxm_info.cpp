@@ -98,6 +98,10 @@ fi_info *rdm_info_from_core(const fi_info *core)
 	uint64_t caps = kRxmMsgCaps;
 	if (core_has_rma(core))
 		caps |= kRxmRmaCaps;
+	// Remote-side counters: rxm counts the emulated atomics it runs and adds what the
+	// core's counters count of the RMA its connections take; without them it cannot.
+	if (core_has_rma(core) && (core->caps & FI_RMA_EVENT))
+		caps |= FI_RMA_EVENT;
 	info->caps = caps;
 	info->mode = 0;
 	info->addr_format = core->addr_format;
@@ -122,7 +126,8 @@ fi_info *rdm_info_from_core(const fi_info *core)
 
 	fi_rx_attr *rx = info->rx_attr;
 	rx->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ |
-			   FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV);
+			   FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV |
+			   FI_RMA_EVENT);
 	rx->msg_order = order;
 	rx->comp_order = FI_ORDER_NONE;
 	rx->size = p.rx_size;

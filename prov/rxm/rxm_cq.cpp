@@ -178,7 +178,7 @@ ssize_t RxmCq::readerr(struct fi_cq_err_entry *buf, uint64_t flags)
 	pending_.fetch_sub(1, std::memory_order_release);
 	if (errors_.empty() && entries_.empty())
 		note_drained();
-	uint32_t version = domain_->fabric()->pub()->api_version;
+	uint32_t version = domain_->api_version();
 	if (FI_VERSION_LT(version, FI_VERSION(1, 5))) {
 		// Applications of older APIs know the entry without err_data_size.
 		memcpy(buf, &e, offsetof(fi_cq_err_entry, err_data_size));

@@ -9,6 +9,7 @@
 #include "prov/rxm/rxm_fabric.h"
 #include "prov/rxm/rxm_info.h"
 #include "prov/rxm/rxm_provider.h"
+#include "prov/util/error.h"
 #include "prov/util/ops_tables.h"
 #include "prov/util/random_key.h"
 
@@ -19,69 +20,66 @@
 
 namespace rxm {
 
-RxmDomain::RxmDomain(RxmFabric *fabric, struct fid_domain *core, struct fi_info *core_info,
-		     struct fi_info *info, void *context)
-	: FidObject(embedded_fid, FI_CLASS_DOMAIN, context), fabric_(fabric), core_(core),
-	  core_info_(core_info), info_(info), rma_capable_(core_has_rma(core_info))
-{
-	embedded_fid.pub.fid.ops = util::ops_ptr<RxmDomain, util::make_fi_ops<RxmDomain>>();
-	embedded_fid.pub.ops = util::ops_ptr<RxmDomain, util::make_domain_ops<RxmDomain>>();
-	embedded_fid.pub.mr = util::ops_ptr<RxmDomain, util::make_mr_ops<RxmDomain>>();
-	fabric_->ref();
-	void *ops = nullptr;
-	if (fi_open_ops(&core_->fid, OFI_FLOW_CTRL_OPS_NAME, 0, &ops, nullptr) == 0 && ops &&
-	    static_cast<ofi_flow_ctrl_ops *>(ops)->size >= sizeof(ofi_flow_ctrl_ops))
-		flow_ctrl_ = static_cast<ofi_flow_ctrl_ops *>(ops);
-	ops = nullptr;
-	if (fi_open_ops(&core_->fid, OFI_RX_HOLD_OPS_NAME, 0, &ops, nullptr) == 0 && ops &&
-	    static_cast<ofi_rx_hold_ops *>(ops)->size >= sizeof(ofi_rx_hold_ops))
-		rx_hold_ = static_cast<ofi_rx_hold_ops *>(ops);
-}
+namespace {
 
-int RxmDomain::open(RxmFabric *fabric, struct fi_info *info, struct fid_domain **domain,
-		    void *context)
+struct fi_info *checked_core_info(const struct fi_info *info)
 {
 	fi_info *core_info = core_info_for(info);
 	if (!core_info) {
 		RXM_WARN(FI_LOG_DOMAIN, "no core MSG provider for %s\n",
 			 info->fabric_attr ? info->fabric_attr->prov_name : "(null)");
-		return -FI_ENODATA;
+		throw util::Error(-FI_ENODATA);
 	}
-	fi_info *own = fi_dupinfo(info);
-	if (!own) {
-		fi_freeinfo(core_info);
-		return -FI_ENOMEM;
-	}
+	return core_info;
+}
+
+struct fid_domain *open_core_domain(RxmFabric &fabric, struct fi_info *core_info)
+{
 	struct fid_domain *core = nullptr;
-	int ret = fi_domain(fabric->core(), core_info, &core, nullptr);
+	int ret = fi_domain(fabric.core(), core_info, &core, nullptr);
 	if (ret) {
 		RXM_WARN(FI_LOG_DOMAIN, "core fi_domain: %s\n", fi_strerror(-ret));
-		fi_freeinfo(core_info);
-		fi_freeinfo(own);
-		return ret;
+		throw util::Error(ret);
 	}
-	RxmDomain *d = new (std::nothrow) RxmDomain(fabric, core, core_info, own, context);
-	if (!d) {
-		fi_close(&core->fid);
-		fi_freeinfo(core_info);
-		fi_freeinfo(own);
-		return -FI_ENOMEM;
-	}
-	*domain = d->pub();
-	return 0;
+	return core;
+}
+
+template <class Ops>
+Ops *core_ops(struct fid_domain *core, const char *name)
+{
+	void *ops = nullptr;
+	if (fi_open_ops(&core->fid, name, 0, &ops, nullptr) == 0 && ops &&
+	    static_cast<Ops *>(ops)->size >= sizeof(Ops))
+		return static_cast<Ops *>(ops);
+	return nullptr;
+}
+
+} // namespace
+
+// Auto progress is rxm's own thread per enabled endpoint (RxmEndpoint), which polls the
+// core's queues; util's engine thread would have no fd or source to serve.
+RxmDomain::RxmDomain(RxmFabric &fabric, const struct fi_info *info, void *context)
+	: util::Domain(fabric, info, context, AutoProgress::provider), rxm_fabric_(fabric),
+	  core_info_(checked_core_info(info)),
+	  core_(open_core_domain(fabric, core_info_.get())),
+	  rma_capable_(core_has_rma(core_info_.get())),
+	  flow_ctrl_(core_ops<ofi_flow_ctrl_ops>(core_.get(), OFI_FLOW_CTRL_OPS_NAME)),
+	  rx_hold_(core_ops<ofi_rx_hold_ops>(core_.get(), OFI_RX_HOLD_OPS_NAME))
+{
+	install_ops<RxmDomain>();
 }
 
 int RxmDomain::close()
 {
 	if (busy())
 		return -FI_EBUSY;
+	// A core refusing to close (objects of its own still open) keeps the domain open, so
+	// the application can retry.
 	int ret = fi_close(&core_->fid);
 	if (ret)
 		return ret;
-	fi_freeinfo(core_info_);
-	fi_freeinfo(info_);
-	fabric_->unref();
-	return FidObject::close();
+	core_.release();
+	return util::Domain::close();
 }
 
 bool RxmDomain::core_needs_local_mr() const
@@ -100,7 +98,7 @@ int RxmDomain::register_internal(void *buf, size_t len, uint64_t access, struct 
 {
 	int ret = -FI_ENOKEY;
 	for (int attempt = 0; attempt < 8 && ret == -FI_ENOKEY; attempt++)
-		ret = fi_mr_reg(core_, buf, len, access, 0, util::random_key(), 0, mr, nullptr);
+		ret = fi_mr_reg(core_.get(), buf, len, access, 0, util::random_key(), 0, mr, nullptr);
 	return ret;
 }
 
@@ -151,6 +149,13 @@ int RxmDomain::query_atomic(enum fi_datatype datatype, enum fi_op op, struct fi_
 	return 0;
 }
 
+static_assert(util::implemented(util::make_domain_ops<RxmDomain>().av_open));
+static_assert(util::implemented(util::make_domain_ops<RxmDomain>().cq_open));
+static_assert(util::implemented(util::make_domain_ops<RxmDomain>().endpoint));
+static_assert(util::implemented(util::make_domain_ops<RxmDomain>().cntr_open));
+static_assert(util::implemented(util::make_domain_ops<RxmDomain>().query_atomic));
+static_assert(util::implemented(util::make_mr_ops<RxmDomain>().regattr));
+
 int RxmDomain::av_open(struct fi_av_attr *attr, struct fid_av **av, void *context)
 {
 	return RxmAv::open(this, attr, av, context);
@@ -176,7 +181,7 @@ int RxmDomain::mr_regattr(const struct fi_mr_attr *attr, uint64_t flags, struct 
 	if (!attr || !mr)
 		return -FI_EINVAL;
 	struct fid_mr *core = nullptr;
-	int ret = fi_mr_regattr(core_, attr, flags, &core);
+	int ret = fi_mr_regattr(core_.get(), attr, flags, &core);
 	if (ret)
 		return ret;
 	RxmMr *m = new (std::nothrow) RxmMr(this, core, *attr);
@@ -189,6 +194,7 @@ int RxmDomain::mr_regattr(const struct fi_mr_attr *attr, uint64_t flags, struct 
 		mrs_[core->key] = m;
 	}
 	*mr = m->pub();
+	report_registration(*mr, attr->context);
 	return 0;
 }
 

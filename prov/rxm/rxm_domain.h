@@ -1,8 +1,10 @@
-// RxmDomain: the application's domain over one core MSG domain. It opens the core domain,
-// registers memory with it (RxmMr) and creates rxm AVs, CQs and endpoints.
+// RxmDomain: the application's domain over one core MSG domain. util::Domain brings the
+// lock, the (idle) progress engine, EQ binding and poll sets; this opens the core domain,
+// registers memory with it (RxmMr) and creates rxm AVs, CQs, counters and endpoints.
 #ifndef OFI_PROV_RXM_DOMAIN_H
 #define OFI_PROV_RXM_DOMAIN_H
 
+#include "prov/util/domain.h"
 #include "prov/util/fid_object.h"
 
 #include <rdma/fabric.h>
@@ -12,6 +14,7 @@
 #include "prov/util/rx_hold_ops.h"
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 
@@ -19,17 +22,16 @@ namespace rxm {
 
 class RxmFabric;
 
-class RxmDomain : public util::FidStorage<fid_domain>, public util::FidObject {
+class RxmDomain : public util::Domain {
 public:
-	static int open(RxmFabric *fabric, struct fi_info *info, struct fid_domain **domain,
-			void *context);
+	// Opens the core domain for 'info' (its core MSG info: core_info_for); throws
+	// util::Error (-FI_ENODATA without a core, the core's code if fi_domain fails).
+	RxmDomain(RxmFabric &fabric, const struct fi_info *info, void *context);
 	int close() override;
 
-	struct fid_domain *pub() { return &embedded_fid.pub; }
-	struct fid_domain *core() const { return core_; }
-	const struct fi_info *core_info() const { return core_info_; }
-	const struct fi_info *info() const { return info_; }
-	RxmFabric *fabric() const { return fabric_; }
+	struct fid_domain *core() const { return core_.get(); }
+	const struct fi_info *core_info() const { return core_info_.get(); }
+	RxmFabric &rxm_fabric() const { return rxm_fabric_; }
 	// Whether rxm must register its own buffers before the core may use them.
 	bool core_needs_local_mr() const;
 	bool core_uses_virt_addr() const;
@@ -50,10 +52,12 @@ public:
 	// The core's hold/release of one connection's stream (our tcp), or nullptr.
 	const struct ofi_rx_hold_ops *rx_hold() const { return rx_hold_; }
 
+	// rxm's own objects replace util's defaults of the same names.
 	int av_open(struct fi_av_attr *attr, struct fid_av **av, void *context);
 	int cq_open(struct fi_cq_attr *attr, struct fid_cq **cq, void *context);
 	int endpoint(struct fi_info *info, struct fid_ep **ep, void *context);
 	int cntr_open(struct fi_cntr_attr *attr, struct fid_cntr **cntr, void *context);
+	// Registrations are the core's (RxmMr wraps one), not util's MR map.
 	int mr_reg(const void *buf, size_t len, uint64_t access, uint64_t offset,
 		   uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context);
 	int mr_regv(const struct iovec *iov, size_t count, uint64_t access, uint64_t offset,
@@ -69,13 +73,16 @@ public:
 	std::mutex &atomic_lock() { return atomic_lock_; }
 
 private:
-	RxmDomain(RxmFabric *fabric, struct fid_domain *core, struct fi_info *core_info,
-		  struct fi_info *info, void *context);
+	struct InfoDeleter {
+		void operator()(struct fi_info *info) const { fi_freeinfo(info); }
+	};
+	struct CoreCloser {
+		void operator()(struct fid_domain *core) const { fi_close(&core->fid); }
+	};
 
-	RxmFabric *fabric_;
-	struct fid_domain *core_;
-	struct fi_info *core_info_;
-	struct fi_info *info_;
+	RxmFabric &rxm_fabric_;
+	std::unique_ptr<struct fi_info, InfoDeleter> core_info_;
+	std::unique_ptr<struct fid_domain, CoreCloser> core_;
 	bool rma_capable_;
 	struct ofi_flow_ctrl_ops *flow_ctrl_ = nullptr;
 	std::atomic<bool> bind_refusal_logged_{false};

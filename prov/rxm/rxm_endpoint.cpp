@@ -227,7 +227,7 @@ int RxmEndpoint::enable()
 	cma_rndv_min_ = cma_ ? std::min(p.cma_rndv_min, sar_limit_) : SIZE_MAX;
 	RXM_INFO(FI_LOG_EP_CTRL, "eager up to %zu, SAR up to %zu, same-host rendezvous %s\n",
 		 eager_limit_, sar_limit_, cma_ ? "offered" : "off");
-	core_fabric_ = domain_->fabric()->core();
+	core_fabric_ = domain_->rxm_fabric().core();
 
 	int ret = open_core_queues();
 	if (!ret)

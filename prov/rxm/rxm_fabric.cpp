@@ -6,7 +6,7 @@
 #include "prov/rxm/rxm_domain.h"
 #include "prov/rxm/rxm_info.h"
 #include "prov/rxm/rxm_provider.h"
-#include "prov/util/ops_tables.h"
+#include "prov/util/error.h"
 
 #include <rdma/fi_errno.h>
 
@@ -15,27 +15,48 @@
 
 namespace rxm {
 
-RxmFabric::RxmFabric(struct fid_fabric *core, void *context)
-	: FidObject(embedded_fid, FI_CLASS_FABRIC, context), core_(core)
+namespace {
+
+struct fid_fabric *open_core_fabric(const struct fi_fabric_attr *attr)
 {
-	embedded_fid.pub.fid.ops = util::ops_ptr<RxmFabric, util::make_fi_ops<RxmFabric>>();
-	embedded_fid.pub.ops = util::ops_ptr<RxmFabric, util::make_fabric_ops<RxmFabric>>();
-	embedded_fid.pub.api_version = core->api_version;
+	std::string core_name;
+	if (!core_name_of(attr->prov_name, &core_name) || core_name.empty())
+		throw util::Error(-FI_ENODATA);
+	fi_fabric_attr core_attr = *attr;
+	core_attr.prov_name = const_cast<char *>(core_name.c_str());
+	core_attr.prov_version = 0;
+	struct fid_fabric *core = nullptr;
+	int ret = fi_fabric(&core_attr, &core, nullptr);
+	if (ret) {
+		RXM_WARN(FI_LOG_FABRIC, "core fabric %s/%s: %s\n", core_name.c_str(),
+			 attr->name ? attr->name : "(any)", fi_strerror(-ret));
+		throw util::Error(ret);
+	}
+	return core;
 }
 
-int RxmFabric::close()
+} // namespace
+
+RxmFabric::RxmFabric(const struct fi_fabric_attr *attr, void *context)
+	: util::Fabric(&rxm_prov, attr, context), core_(open_core_fabric(attr))
 {
-	if (busy())
-		return -FI_EBUSY;
+	install_ops<RxmFabric>();
+}
+
+RxmFabric::~RxmFabric()
+{
+	// As before: a core fabric still holding objects of the application's (its EQs are
+	// ours) cannot be closed; the application's fabric goes away regardless.
 	fi_close(&core_->fid);
-	return FidObject::close();
 }
 
 int RxmFabric::domain(struct fi_info *info, struct fid_domain **domain, void *context)
 {
-	if (!info || !domain)
+	if (!info || !domain || !info->domain_attr)
 		return -FI_EINVAL;
-	return RxmDomain::open(this, info, domain, context);
+	auto *d = new RxmDomain(*this, info, context);
+	*domain = d->domain_fid();
+	return 0;
 }
 
 int RxmFabric::eq_open(struct fi_eq_attr *attr, struct fid_eq **eq, void *context)
@@ -67,30 +88,23 @@ int RxmFabric::trywait(struct fid **fids, int count)
 	return 0;
 }
 
+static_assert(util::implemented(util::make_fabric_ops<RxmFabric>().domain));
+static_assert(util::implemented(util::make_fabric_ops<RxmFabric>().eq_open));
+static_assert(util::implemented(util::make_fabric_ops<RxmFabric>().trywait));
+
 int rxm_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context)
 {
 	if (!attr || !fabric)
 		return -FI_EINVAL;
-	std::string core_name;
-	if (!core_name_of(attr->prov_name, &core_name) || core_name.empty())
-		return -FI_ENODATA;
-	fi_fabric_attr core_attr = *attr;
-	core_attr.prov_name = const_cast<char *>(core_name.c_str());
-	core_attr.prov_version = 0;
-	struct fid_fabric *core = nullptr;
-	int ret = fi_fabric(&core_attr, &core, nullptr);
-	if (ret) {
-		RXM_WARN(FI_LOG_FABRIC, "core fabric %s/%s: %s\n", core_name.c_str(),
-			 attr->name ? attr->name : "(any)", fi_strerror(-ret));
-		return ret;
-	}
-	RxmFabric *f = new (std::nothrow) RxmFabric(core, context);
-	if (!f) {
-		fi_close(&core->fid);
+	try {
+		auto *f = new RxmFabric(attr, context);
+		*fabric = f->fabric_fid();
+		return 0;
+	} catch (const util::Error &e) {
+		return e.code();
+	} catch (const std::bad_alloc &) {
 		return -FI_ENOMEM;
 	}
-	*fabric = f->pub();
-	return 0;
 }
 
 } // namespace rxm

@@ -1,8 +1,9 @@
 // RxmFabric: the application's fabric; it owns the core provider's fabric it runs over.
+// util::Fabric brings wait sets; this adds domains over the core and the core's EQs.
 #ifndef OFI_PROV_RXM_FABRIC_H
 #define OFI_PROV_RXM_FABRIC_H
 
-#include "prov/util/fid_object.h"
+#include "prov/util/fabric.h"
 
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
@@ -10,12 +11,13 @@
 
 namespace rxm {
 
-class RxmFabric : public util::FidStorage<fid_fabric>, public util::FidObject {
+class RxmFabric : public util::Fabric {
 public:
-	RxmFabric(struct fid_fabric *core, void *context);
-	int close() override;
+	// Opens the core fabric named by attr->prov_name ("tcp;ofi_rxm" -> "tcp"); throws
+	// util::Error (-FI_ENODATA without a core name, the core's code if it fails).
+	RxmFabric(const struct fi_fabric_attr *attr, void *context);
+	~RxmFabric() override;
 
-	struct fid_fabric *pub() { return &embedded_fid.pub; }
 	struct fid_fabric *core() const { return core_; }
 
 	int domain(struct fi_info *info, struct fid_domain **domain, void *context);
@@ -23,7 +25,7 @@ public:
 	int trywait(struct fid **fids, int count);
 
 private:
-	struct fid_fabric *core_;
+	struct fid_fabric *core_ = nullptr;
 };
 
 int rxm_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);

@@ -33,7 +33,8 @@ Lock::Kind lock_kind_of(const struct fi_info *info)
 
 } // namespace
 
-Domain::Domain(Fabric &fabric, const struct fi_info *info, void *context)
+Domain::Domain(Fabric &fabric, const struct fi_info *info, void *context,
+	       AutoProgress auto_progress)
     : FidObject(embedded_fid, FI_CLASS_DOMAIN, context), fabric_(fabric),
       info_(copy_info(info)), lock_kind_(lock_kind_of(info_)),
       auto_progress_(info_->domain_attr->data_progress == FI_PROGRESS_AUTO),
@@ -43,7 +44,7 @@ Domain::Domain(Fabric &fabric, const struct fi_info *info, void *context)
 		fi_freeinfo(info_);
 		throw Error(-FI_ENOMEM);
 	}
-	if (auto_progress_) {
+	if (auto_progress_ && auto_progress == AutoProgress::engine_thread) {
 		int rc = engine_.start_thread();
 		if (rc) {
 			fi_freeinfo(info_);
@@ -140,14 +141,19 @@ int Domain::mr_regattr(const struct fi_mr_attr *attr, uint64_t flags, struct fid
 		return -FI_EINVAL;
 	auto object = std::make_unique<MemoryRegion>(*this, *attr, flags);
 	*mr = object.release()->mr_fid();
-	if (eq_ && (eq_flags_ & FI_REG_MR)) {
-		// Registration is synchronous; still report it as the app asked for events.
-		struct fi_eq_entry entry{};
-		entry.fid = &(*mr)->fid;
-		entry.context = attr->context;
-		eq_->write_event(FI_MR_COMPLETE, &entry, sizeof(entry));
-	}
+	report_registration(*mr, attr->context);
 	return 0;
+}
+
+void Domain::report_registration(struct fid_mr *mr, void *context)
+{
+	if (!eq_ || !(eq_flags_ & FI_REG_MR))
+		return;
+	// Registration is synchronous; still report it as the app asked for events.
+	struct fi_eq_entry entry{};
+	entry.fid = &mr->fid;
+	entry.context = context;
+	eq_->write_event(FI_MR_COMPLETE, &entry, sizeof(entry));
 }
 
 int Domain::bind(struct fid *bfid, uint64_t flags)

@@ -23,9 +23,17 @@ class EventQueue;
 
 class Domain : public FidStorage<fid_domain>, public FidObject {
 public:
+	// Who drives FI_PROGRESS_AUTO data progress: the engine's thread (providers whose work
+	// is engine sources and fds, like tcp), or the provider itself (rxm runs a thread per
+	// enabled endpoint over its core's queues, which are not engine fds: an engine thread
+	// would only wake up to find nothing to do).
+	enum class AutoProgress { engine_thread, provider };
+
 	// Copies 'info' (fi_dupinfo). Lock strength follows info->domain_attr threading and
-	// progress; with FI_PROGRESS_AUTO data progress an engine thread is started.
-	Domain(Fabric &fabric, const struct fi_info *info, void *context);
+	// progress; with FI_PROGRESS_AUTO data progress and AutoProgress::engine_thread an
+	// engine thread is started.
+	Domain(Fabric &fabric, const struct fi_info *info, void *context,
+	       AutoProgress auto_progress = AutoProgress::engine_thread);
 	~Domain() override;
 
 	struct fid_domain *domain_fid() noexcept { return &embedded_fid.pub; }
@@ -78,6 +86,10 @@ public:
 	int close() override;
 
 protected:
+	// FI_MR_COMPLETE on the bound EQ when the application asked for registration events
+	// (fi_domain_bind with FI_REG_MR); for providers registering memory their own way.
+	void report_registration(struct fid_mr *mr, void *context);
+
 	template <class Self>
 	void install_ops() noexcept
 	{

@@ -1,11 +1,12 @@
-// RxmAv: rxm's address vector. An fi_addr_t is an index into a table of core addresses (the
-// names of peers' passive endpoints); FI_AV_MAP and FI_AV_TABLE both use indexes, which map
-// addresses may be. The reverse lookup (address -> fi_addr) serves FI_SOURCE and directed
-// receives on connections that peers opened to us.
+// RxmAv: rxm's address vector, util's (an fi_addr_t is an index into a table of core
+// addresses: the names of peers' passive endpoints, stored canonical). rxm adds what its
+// connections need: the address of an entry as a PeerName, the reverse lookup (address ->
+// fi_addr) serving FI_SOURCE and directed receives on connections that peers opened to us,
+// and a generation that changes on every removal so cached reverse lookups are refreshed.
 #ifndef OFI_PROV_RXM_AV_H
 #define OFI_PROV_RXM_AV_H
 
-#include "prov/util/fid_object.h"
+#include "prov/util/address_vector.h"
 
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
@@ -13,11 +14,8 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
-#include <vector>
 
 namespace rxm {
 
@@ -64,48 +62,25 @@ struct PeerNameHash {
 	}
 };
 
-// Lets the AV's std::string-keyed index be searched with a std::string_view.
-struct NameHash {
-	using is_transparent = void;
-	size_t operator()(std::string_view name) const noexcept
-	{
-		return std::hash<std::string_view>{}(name);
-	}
-};
-
-class RxmAv : public util::FidStorage<fid_av>, public util::FidObject {
+class RxmAv : public util::AddressVector {
 public:
-	static int open(RxmDomain *domain, struct fi_av_attr *attr, struct fid_av **av,
-			void *context);
-	int close() override;
-	struct fid_av *pub() { return &embedded_fid.pub; }
+	// Addresses are the core's (its addr_format); FI_AV_UNSPEC means FI_AV_MAP, written
+	// back to attr->type as before.
+	RxmAv(RxmDomain &domain, struct fi_av_attr *attr, void *context);
 
-	int insert(const void *addr, size_t count, fi_addr_t *fi_addr, uint64_t flags,
-		   void *context);
-	int remove(fi_addr_t *fi_addr, size_t count, uint64_t flags);
-	int lookup(fi_addr_t fi_addr, void *addr, size_t *addrlen);
-	const char *straddr(const void *addr, char *buf, size_t *len);
-
-	// The core address of an entry; false when fi_addr is not a live entry (or, for a
-	// PeerName, one too long to hold).
-	bool address_of(fi_addr_t fi_addr, std::string *name) const;
-	bool address_of(fi_addr_t fi_addr, PeerName *name) const;
-	// The entry holding this core address, or FI_ADDR_NOTAVAIL.
-	fi_addr_t find(std::string_view name) const;
+	// The core address of an entry; false when fi_addr is not a live entry (or one too
+	// long for a PeerName).
+	bool address_of(fi_addr_t fi_addr, PeerName *name);
+	// The entry holding this canonical core address, or FI_ADDR_NOTAVAIL.
+	fi_addr_t find(std::string_view name) { return AddressVector::find(name.data(), name.size()); }
 	// Changes whenever entries are removed, so cached reverse lookups can be refreshed.
 	uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
-	// Byte length of one address of this AV's format.
-	size_t address_length(const void *addr) const;
 
 private:
-	RxmAv(RxmDomain *domain, uint32_t addr_format, size_t default_len, void *context);
+	// Under the AV lock: one atomic increment, nothing torn down here (connections notice
+	// the new generation on their next reverse lookup).
+	void on_remove(fi_addr_t) override { generation_.fetch_add(1, std::memory_order_release); }
 
-	RxmDomain *domain_;
-	uint32_t addr_format_;
-	size_t default_len_;
-	mutable std::mutex lock_;
-	std::vector<std::string> entries_; // empty string: removed entry
-	std::unordered_map<std::string, fi_addr_t, NameHash, std::equal_to<>> by_name_;
 	std::atomic<uint64_t> generation_{0};
 };
 

@@ -16,6 +16,7 @@
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_errno.h>
 
+#include <memory>
 #include <new>
 
 namespace rxm {
@@ -158,7 +159,11 @@ static_assert(util::implemented(util::make_mr_ops<RxmDomain>().regattr));
 
 int RxmDomain::av_open(struct fi_av_attr *attr, struct fid_av **av, void *context)
 {
-	return RxmAv::open(this, attr, av, context);
+	if (!attr || !av)
+		return -FI_EINVAL;
+	auto object = std::make_unique<RxmAv>(*this, attr, context);
+	*av = object.release()->av_fid();
+	return 0;
 }
 
 int RxmDomain::cq_open(struct fi_cq_attr *attr, struct fid_cq **cq, void *context)

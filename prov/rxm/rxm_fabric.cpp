@@ -45,8 +45,8 @@ RxmFabric::RxmFabric(const struct fi_fabric_attr *attr, void *context)
 
 RxmFabric::~RxmFabric()
 {
-	// As before: a core fabric still holding objects of the application's (its EQs are
-	// ours) cannot be closed; the application's fabric goes away regardless.
+	// As before, a core fabric that refuses to close (objects of its own still open) is
+	// left behind: the application's fabric goes away regardless.
 	fi_close(&core_->fid);
 }
 
@@ -57,13 +57,6 @@ int RxmFabric::domain(struct fi_info *info, struct fid_domain **domain, void *co
 	auto *d = new RxmDomain(*this, info, context);
 	*domain = d->domain_fid();
 	return 0;
-}
-
-int RxmFabric::eq_open(struct fi_eq_attr *attr, struct fid_eq **eq, void *context)
-{
-	// RDM endpoints report no connection events; an EQ only carries what the application
-	// writes into it, which the core's EQ does just as well.
-	return fi_eq_open(core_, attr, eq, context);
 }
 
 int RxmFabric::trywait(struct fid **fids, int count)
@@ -79,7 +72,7 @@ int RxmFabric::trywait(struct fid **fids, int count)
 		else if (RxmCntr *cntr = util::fid_cast<RxmCntr>(fids[i], FI_CLASS_CNTR))
 			rc = cntr->trywait_all();
 		else if (fids[i]->fclass == FI_CLASS_EQ || fids[i]->fclass == FI_CLASS_WAIT)
-			rc = fi_trywait(core_, &fids[i], 1);  // our EQs are the core's
+			rc = util::Fabric::trywait(&fids[i], 1);
 		else
 			rc = -FI_EINVAL;
 		if (rc)
@@ -89,6 +82,9 @@ int RxmFabric::trywait(struct fid **fids, int count)
 }
 
 static_assert(util::implemented(util::make_fabric_ops<RxmFabric>().domain));
+// An EQ of the rxm fabric, so that rxm AVs can bind it for FI_EVENT (util's AV checks the
+// EQ belongs to its domain's fabric): RDM endpoints report no connection events, an EQ
+// carries only AV completions and what the application writes.
 static_assert(util::implemented(util::make_fabric_ops<RxmFabric>().eq_open));
 static_assert(util::implemented(util::make_fabric_ops<RxmFabric>().trywait));
 

@@ -1,5 +1,5 @@
 // RxmFabric: the application's fabric; it owns the core provider's fabric it runs over.
-// util::Fabric brings wait sets; this adds domains over the core and the core's EQs.
+// util::Fabric brings EQs and wait sets; this adds domains over the core.
 #ifndef OFI_PROV_RXM_FABRIC_H
 #define OFI_PROV_RXM_FABRIC_H
 
@@ -21,7 +21,7 @@ public:
 	struct fid_fabric *core() const { return core_; }
 
 	int domain(struct fi_info *info, struct fid_domain **domain, void *context);
-	int eq_open(struct fi_eq_attr *attr, struct fid_eq **eq, void *context);
+	// EQs and wait sets are util's; CQs and counters rxm's (they wait on the core's queues).
 	int trywait(struct fid **fids, int count);
 
 private:

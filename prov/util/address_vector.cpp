@@ -110,7 +110,7 @@ fi_addr_t AddressVector::find(const void *addr, size_t len)
 		addr = &normalized;
 	}
 	LockGuard guard(lock_);
-	auto it = index_.find(std::string(static_cast<const char *>(addr), len));
+	auto it = index_.find(std::string_view(static_cast<const char *>(addr), len));
 	return it == index_.end() ? FI_ADDR_NOTAVAIL : it->second;
 }
 
@@ -130,7 +130,6 @@ int64_t AddressVector::insert_one(const void *addr, size_t len)
 		len = sockaddr_normalize(addr, &normalized);
 		addr = &normalized;
 	}
-	std::string key(static_cast<const char *>(addr), len);
 	size_t slot;
 	if (!free_slots_.empty()) {
 		// Lowest free index first, as FI_AV_TABLE requires.
@@ -145,8 +144,11 @@ int64_t AddressVector::insert_one(const void *addr, size_t len)
 	entry.in_use = true;
 	entry.len = static_cast<uint8_t>(len);
 	std::memcpy(entry.bytes.data(), addr, len);
-	// Duplicates are allowed to exist; the reverse index points at the newest.
-	index_[key] = slot;
+	// Duplicates are allowed to exist; the reverse index points at the newest, and its
+	// key must view the newest's bytes (the older entry's may be removed and reused).
+	std::string_view key(reinterpret_cast<const char *>(entry.bytes.data()), len);
+	index_.erase(key);
+	index_.emplace(key, slot);
 	on_insert(slot);
 	return static_cast<int64_t>(slot);
 }
@@ -343,8 +345,8 @@ int AddressVector::remove(fi_addr_t *fi_addr, size_t count, uint64_t flags)
 		if (!entry.in_use)
 			continue;  // listed twice
 		on_remove(fi_addr[i]);
-		std::string key(reinterpret_cast<const char *>(entry.bytes.data()), entry.len);
-		auto it = index_.find(key);
+		auto it = index_.find(
+			std::string_view(reinterpret_cast<const char *>(entry.bytes.data()), entry.len));
 		if (it != index_.end() && it->second == fi_addr[i])
 			index_.erase(it);
 		entry.in_use = false;

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -56,6 +57,7 @@ public:
 	// The stored address for fi_addr (nullptr if not in use); *len gets its length.
 	const void *address(fi_addr_t fi_addr, size_t *len = nullptr);
 	// Reverse lookup (e.g. source of an incoming connection); FI_ADDR_NOTAVAIL if absent.
+	// Sockaddrs match whatever their padding and IPv6 flow label hold. Allocates nothing.
 	fi_addr_t find(const void *addr, size_t len);
 	// Length of the address at 'addr' in this AV's format (0 if invalid).
 	size_t measure(const void *addr) const noexcept;
@@ -103,7 +105,9 @@ private:
 	Lock lock_;
 	std::deque<Entry> entries_;
 	std::vector<size_t> free_slots_;
-	std::unordered_map<std::string, fi_addr_t> index_;
+	// Keys view the bytes of the entry they index (stable: entries_ is a deque that only
+	// grows), so neither inserting nor finding builds a string.
+	std::unordered_map<std::string_view, fi_addr_t> index_;
 	EventQueue *eq_ = nullptr;
 };
 

@@ -130,27 +130,48 @@ int64_t AddressVector::insert_one(const void *addr, size_t len)
 		len = sockaddr_normalize(addr, &normalized);
 		addr = &normalized;
 	}
+	auto known = index_.find(std::string_view(static_cast<const char *>(addr), len));
+	if (known != index_.end()) {
+		Entry &entry = entries_[known->second];
+		if (entry.uses == UINT32_MAX)
+			return -FI_ENOSPC;
+		++entry.uses;
+		return static_cast<int64_t>(known->second);
+	}
 	size_t slot;
 	if (!free_slots_.empty()) {
-		// Lowest free index first, as FI_AV_TABLE requires.
-		auto lowest = std::min_element(free_slots_.begin(), free_slots_.end());
-		slot = *lowest;
-		free_slots_.erase(lowest);
+		slot = free_slots_.top();
+		free_slots_.pop();
 	} else {
 		entries_.emplace_back();
 		slot = entries_.size() - 1;
 	}
 	Entry &entry = entries_[slot];
-	entry.in_use = true;
 	entry.len = static_cast<uint8_t>(len);
 	std::memcpy(entry.bytes.data(), addr, len);
-	// Duplicates are allowed to exist; the reverse index points at the newest, and its
-	// key must view the newest's bytes (the older entry's may be removed and reused).
-	std::string_view key(reinterpret_cast<const char *>(entry.bytes.data()), len);
-	index_.erase(key);
-	index_.emplace(key, slot);
+	// The key views the entry's own bytes: no string is built per insert.
+	try {
+		index_.emplace(std::string_view(reinterpret_cast<const char *>(entry.bytes.data()), len),
+			       slot);
+	} catch (...) {
+		free_slots_.push(slot);
+		throw;
+	}
+	entry.in_use = true;
+	entry.uses = 1;
 	on_insert(slot);
 	return static_cast<int64_t>(slot);
+}
+
+void AddressVector::remove_one(fi_addr_t fi_addr)
+{
+	Entry &entry = entries_[fi_addr];
+	if (--entry.uses)
+		return;
+	on_remove(fi_addr);
+	index_.erase(std::string_view(reinterpret_cast<const char *>(entry.bytes.data()), entry.len));
+	entry.in_use = false;
+	free_slots_.push(fi_addr);
 }
 
 int AddressVector::check_insert_flags(uint64_t flags) const
@@ -341,16 +362,9 @@ int AddressVector::remove(fi_addr_t *fi_addr, size_t count, uint64_t flags)
 			return -FI_EINVAL;
 	}
 	for (size_t i = 0; i < count; ++i) {
-		Entry &entry = entries_[fi_addr[i]];
-		if (!entry.in_use)
-			continue;  // listed twice
-		on_remove(fi_addr[i]);
-		auto it = index_.find(
-			std::string_view(reinterpret_cast<const char *>(entry.bytes.data()), entry.len));
-		if (it != index_.end() && it->second == fi_addr[i])
-			index_.erase(it);
-		entry.in_use = false;
-		free_slots_.push_back(fi_addr[i]);
+		// Listed more often than inserted: the entry is already gone, nothing to drop.
+		if (entries_[fi_addr[i]].in_use)
+			remove_one(fi_addr[i]);
 	}
 	return 0;
 }

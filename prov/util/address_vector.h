@@ -9,11 +9,13 @@
 //   - anything else (e.g. a utility provider's own format): fixed 'addrlen' bytes per
 //     address, straddr prints hex; insertsvc/insertsym return -FI_ENOSYS.
 // fi_addr_t values are table indices in both modes (allowed for FI_AV_MAP); removed slots
-// are reused lowest-first. Entries live in stable storage, so address() pointers stay valid
-// until the entry is removed.
+// are reused lowest-first, so peers that come and go keep the AV's size flat. Entries live
+// in stable storage, so address() pointers stay valid until the entry is removed.
+// As in libfabric 1.17, inserting an address already present returns its fi_addr and counts
+// one more use: the entry goes away when it has been removed as many times as inserted.
 // With attr->flags FI_EVENT, inserts report FI_AV_COMPLETE on the bound EQ (the work itself
 // is done synchronously) and the call returns 0; FI_SYNC_ERR fills the int array passed as
-// context. Failed entries get FI_ADDR_NOTAVAIL.
+// context (0 or the negative -FI_E* code per address). Failed entries get FI_ADDR_NOTAVAIL.
 // Providers needing to react to inserts/removals (e.g. rxm tearing down connections)
 // derive and override on_insert/on_remove; no other change is needed.
 #ifndef OFI_PROV_UTIL_ADDRESS_VECTOR_H
@@ -29,6 +31,8 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <queue>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -63,7 +67,8 @@ public:
 	size_t measure(const void *addr) const noexcept;
 	size_t count_in_use();
 
-	// Hooks, called with the AV lock held.
+	// Hooks, called with the AV lock held, when an entry appears and when it goes away
+	// (not for further inserts and removes of an address already present).
 	virtual void on_insert(fi_addr_t) {}
 	virtual void on_remove(fi_addr_t) {}
 
@@ -86,11 +91,15 @@ private:
 	struct Entry {
 		bool in_use = false;
 		uint8_t len = 0;
+		uint32_t uses = 0;  // inserts not yet matched by a remove
 		std::array<uint8_t, kMaxAddrLen> bytes{};
 	};
 
-	// Inserts one address; returns its fi_addr or a negative -FI_E* code.
+	// Inserts one address (or counts one more use of it); returns its fi_addr or a
+	// negative -FI_E* code.
 	int64_t insert_one(const void *addr, size_t len);
+	// Drops one use of a live entry; the last one frees its slot.
+	void remove_one(fi_addr_t fi_addr);
 	int check_insert_flags(uint64_t flags) const;
 	int finish_insert(size_t count, int inserted, const std::vector<int> &status,
 			  fi_addr_t *fi_addr, uint64_t flags, void *context);
@@ -104,7 +113,8 @@ private:
 	size_t capacity_hint_;
 	Lock lock_;
 	std::deque<Entry> entries_;
-	std::vector<size_t> free_slots_;
+	// Removed slots, lowest on top (FI_AV_TABLE hands out the lowest free index).
+	std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> free_slots_;
 	// Keys view the bytes of the entry they index (stable: entries_ is a deque that only
 	// grows), so neither inserting nor finding builds a string.
 	std::unordered_map<std::string_view, fi_addr_t> index_;

@@ -2,6 +2,7 @@
 
 #include <rdma/fi_errno.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -45,6 +46,7 @@ int Waitable::export_wait_fd()
 {
 	if (!wait_ok())
 		return -FI_ENOSYS;
+	export_polled_fds();
 	exported_ = true;
 	// From now on the eventfd must mirror "has events"; catch up with the present.
 	if (has_events())
@@ -79,6 +81,9 @@ int Waitable::wait_control(int command, void *arg, enum fi_wait_obj wait_obj)
 
 void Waitable::set_observed_by_wait_set(bool on)
 {
+	// The wait set sleeps on our epoll fd alone: it must hold the polled fds too.
+	if (on)
+		export_polled_fds();
 	in_wait_set_ = on;
 	if (on && has_events())
 		set_event_fd();
@@ -100,6 +105,64 @@ void Waitable::remove_wait_source(int fd)
 {
 	if (wait_ok() && fd >= 0)
 		epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+}
+
+int Waitable::add_polled_fd(int fd)
+{
+	if (!wait_ok() || fd < 0)
+		return -FI_EINVAL;
+	std::lock_guard guard(polled_lock_);
+	if (polled_exported_) {
+		int rc = add_wait_source(fd);
+		if (rc)
+			return rc;
+	}
+	polled_fds_.push_back(fd);
+	polled_count_ = polled_fds_.size();
+	return 0;
+}
+
+void Waitable::remove_polled_fd(int fd)
+{
+	std::lock_guard guard(polled_lock_);
+	auto it = std::find(polled_fds_.begin(), polled_fds_.end(), fd);
+	if (it == polled_fds_.end())
+		return;
+	polled_fds_.erase(it);
+	polled_count_ = polled_fds_.size();
+	// Added twice, removed once: it stays watched.
+	if (polled_exported_ &&
+	    std::find(polled_fds_.begin(), polled_fds_.end(), fd) == polled_fds_.end())
+		remove_wait_source(fd);
+}
+
+void Waitable::export_polled_fds()
+{
+	std::lock_guard guard(polled_lock_);
+	if (polled_exported_)
+		return;
+	polled_exported_ = true;
+	for (int fd : polled_fds_)
+		add_wait_source(fd);
+}
+
+void Waitable::snapshot_polled(SleepFds &out)
+{
+	out.count = 0;
+	if (polled_count_.load() == 0)
+		return;
+	std::lock_guard guard(polled_lock_);
+	if (polled_exported_ || polled_fds_.empty())
+		return;  // the epoll set holds them
+	size_t n = polled_fds_.size() + 1;
+	if (n > SleepFds::kFew) {
+		out.many.resize(n);  // only past kFew polled fds: a blocking call, not the data path
+		out.fds = out.many.data();
+	}
+	for (size_t i = 0; i + 1 < n; ++i)
+		out.fds[i] = {polled_fds_[i], POLLIN, 0};
+	out.fds[n - 1] = {epoll_fd_, POLLIN, 0};
+	out.count = n;
 }
 
 void Waitable::interrupt()
@@ -158,7 +221,8 @@ bool Waitable::timeout_left(Clock::time_point deadline, bool infinite, int *time
 	*timeout_ms = -1;
 	if (infinite)
 		return true;
-	auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+	// Rounded up: a sleep cut short by the truncation would return before the deadline.
+	auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
 	if (left.count() <= 0)
 		return false;
 	*timeout_ms = static_cast<int>(left.count());
@@ -169,20 +233,38 @@ int Waitable::block_until(Clock::time_point deadline, bool infinite)
 {
 	if (!wait_ok())
 		return -FI_ENOSYS;
+	if (interrupted_.load())
+		return -FI_EAGAIN;
+	if (!before_sleep())
+		return 0;
+	// A source without a wait fd cannot wake us: sleep at most one tick, then let the
+	// caller look at it (0: "re-check") unless the caller's own deadline has passed.
+	Clock::time_point wake = deadline;
+	bool sleep_forever = infinite;
+	if (fdless_sources_.load() > 0) {
+		Clock::time_point tick = Clock::now() + std::chrono::milliseconds(kFdlessTickMs);
+		wake = infinite ? tick : std::min(deadline, tick);
+		sleep_forever = false;
+	}
+	SleepFds sleep;
+	snapshot_polled(sleep);
 	for (;;) {
 		if (interrupted_.load())
 			return -FI_EAGAIN;
 		int timeout;
-		if (!timeout_left(deadline, infinite, &timeout))
-			return -FI_EAGAIN;
-		epoll_event event;
-		int n = epoll_wait(epoll_fd_, &event, 1, timeout);
+		if (!timeout_left(wake, sleep_forever, &timeout))
+			return infinite || Clock::now() < deadline ? 0 : -FI_EAGAIN;
+		int n;
+		if (sleep.count) {
+			n = ::poll(sleep.fds, sleep.count, timeout);
+		} else {
+			epoll_event event;
+			n = epoll_wait(epoll_fd_, &event, 1, timeout);
+		}
 		if (n > 0)
 			return interrupted_.load() ? -FI_EAGAIN : 0;
 		if (n < 0 && errno != EINTR)
 			return -errno;
-		if (n == 0 && !infinite && Clock::now() >= deadline)
-			return -FI_EAGAIN;
 	}
 }
 

@@ -11,13 +11,31 @@
 // once) is observed only between an fi_trywait that allowed sleeping and the owner's next
 // read: events added while the owner is busy reading need no eventfd write and read (the
 // engine fds in the set wake a sleeper for anything arriving on sockets anyway).
+//
+// Layered providers (rxm) add three things through hooks here rather than a copy:
+// - polled fds (add_polled_fd): wait fds of lower objects (core CQ/EQ, timers). A blocked
+//   reader poll()s them beside the epoll fd; they enter the epoll set only once that fd is
+//   exported (FI_GETWAIT, a wait set), which must become readable by itself. Why: Linux
+//   refuses epoll_ctl once one socket is watched through too many nested epoll sets (about
+//   100 paths at depth 3), so nesting every core fd in every object's set broke at a few
+//   dozen blocking CQs on one domain. Exporting adds no level: the exported fd holds the
+//   polled fds directly, as it holds the engine fd.
+// - before_sleep(): run right before sleeping, may veto it (rxm: fi_trywait on its cores,
+//   which arms them and says when they already hold something).
+// - fd-less sources (add_fdless_source): something progressed here that has no fd to wake
+//   a sleeper (a core opened without wait objects); while one is attached, blocked callers
+//   wake every kFdlessTickMs to look at it.
 #ifndef OFI_PROV_UTIL_WAITABLE_H
 #define OFI_PROV_UTIL_WAITABLE_H
 
 #include <rdma/fi_eq.h>
 
+#include <poll.h>
+
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <vector>
 
 namespace util {
 
@@ -46,6 +64,16 @@ public:
 	// Adds the fd of a progress engine (or any pollable fd) to the epoll set.
 	int add_wait_source(int fd);
 	void remove_wait_source(int fd);
+
+	// Polled fds (see the top): -FI_EINVAL for a bad fd. An fd may be added more than once
+	// (it stays until removed as often); removing an fd that is not there does nothing.
+	int add_polled_fd(int fd);
+	void remove_polled_fd(int fd);
+	size_t polled_fd_count() const noexcept { return polled_count_.load(); }
+	// Sources without a wait fd: blocked callers wake every kFdlessTickMs while any is on.
+	static constexpr int kFdlessTickMs = 1;
+	void add_fdless_source() noexcept { fdless_sources_.fetch_add(1); }
+	void remove_fdless_source() noexcept { fdless_sources_.fetch_sub(1); }
 
 	// Interrupts a blocked reader (fi_cq_signal): it returns -FI_EAGAIN.
 	void interrupt();
@@ -76,6 +104,10 @@ protected:
 	void end_wait() noexcept { waiters_.fetch_sub(1); }
 	bool take_interrupt() noexcept { return interrupted_.exchange(false); }
 
+	// Run right before block_until sleeps: false means "don't sleep" (block_until returns 0
+	// and the caller re-checks). Default: always sleep.
+	virtual bool before_sleep() { return true; }
+
 	// Loop used by sread-style calls: repeatedly try 'attempt' (which returns -FI_EAGAIN
 	// when nothing is ready), blocking between tries, until success/error/timeout.
 	template <class Attempt, class Lockable>
@@ -87,6 +119,18 @@ public:
 
 private:
 	bool observed() const noexcept;
+	// Puts the polled fds into the epoll set, for good (the fd is out of our hands now).
+	void export_polled_fds();
+	// What one block_until sleeps on: the polled fds (unless exported) and the epoll fd,
+	// copied so that they may change meanwhile; no allocation for a few.
+	struct SleepFds {
+		static constexpr size_t kFew = 16;
+		pollfd few[kFew];
+		std::vector<pollfd> many;
+		pollfd *fds = few;
+		size_t count = 0;  // 0: a plain epoll_wait on the epoll fd will do
+	};
+	void snapshot_polled(SleepFds &out);
 	void set_event_fd();
 	void clear_event_fd();
 
@@ -99,6 +143,11 @@ private:
 	std::atomic<bool> interrupted_{false};
 	std::atomic<bool> uses_trywait_{false}; // the exported fd's owner calls fi_trywait
 	std::atomic<bool> armed_{false};        // a trywait allowed sleeping, no read since
+	std::mutex polled_lock_;                 // guards polled_fds_ and polled_exported_
+	std::vector<int> polled_fds_;
+	bool polled_exported_ = false;
+	std::atomic<size_t> polled_count_{0};    // lets the common case skip the lock
+	std::atomic<int> fdless_sources_{0};
 };
 
 template <class Attempt, class Lockable>

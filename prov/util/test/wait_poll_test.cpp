@@ -2,7 +2,10 @@
 #include "prov/util/test/fake_provider.h"
 
 #include <chrono>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <thread>
+#include <unistd.h>
 
 namespace {
 
@@ -37,6 +40,36 @@ TEST_F(Fixture, WaitSetWakesForAnyMember)
 	EXPECT_EQ(fi_trywait(fabric, fids, 1), 0);
 	EXPECT_EQ(fi_cq_sread(cq, &entry, 1, nullptr, 0), -FI_ENOSYS);  // invalid with a set
 
+	EXPECT_EQ(fi_close(&cq->fid), 0);
+	EXPECT_EQ(fi_close(&waitset->fid), 0);
+}
+
+TEST_F(Fixture, WaitSetWatchesItsMembersPolledFds)
+{
+	// A wait set sleeps on its members' epoll fds alone, so joining one puts a member's
+	// polled fds (a layered provider's core fds) into its epoll set.
+	struct fi_wait_attr wait_attr{};
+	wait_attr.wait_obj = FI_WAIT_FD;
+	struct fid_wait *waitset;
+	ASSERT_EQ(fi_wait_open(fabric, &wait_attr, &waitset), 0);
+	struct fi_cq_attr cq_attr{};
+	cq_attr.wait_obj = FI_WAIT_SET;
+	cq_attr.wait_set = waitset;
+	struct fid_cq *cq;
+	ASSERT_EQ(fi_cq_open(domain, &cq_attr, &cq, nullptr), 0);
+	auto *object = util::fid_cast<util::CompletionQueue>(&cq->fid, FI_CLASS_CQ);
+	int core = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ASSERT_EQ(object->add_polled_fd(core), 0);
+	int fd = -1;
+	ASSERT_EQ(fi_control(&waitset->fid, FI_GETWAIT, &fd), 0);
+	pollfd p{fd, POLLIN, 0};
+	EXPECT_EQ(poll(&p, 1, 0), 0);
+	uint64_t one = 1;
+	ASSERT_EQ(write(core, &one, sizeof one), static_cast<ssize_t>(sizeof one));
+	EXPECT_EQ(poll(&p, 1, 5000), 1);
+	object->remove_polled_fd(core);
+	EXPECT_EQ(poll(&p, 1, 0), 0);
+	close(core);
 	EXPECT_EQ(fi_close(&cq->fid), 0);
 	EXPECT_EQ(fi_close(&waitset->fid), 0);
 }

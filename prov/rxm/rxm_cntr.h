@@ -1,66 +1,32 @@
-// RxmCntr: completion counters of rxm endpoints. Like RxmCq, reading or waiting on a counter
-// drives the progress of the endpoints bound to it. fi_cntr_wait sleeps on the cores' wait
-// fds (RxmWaitable); the FI_GETWAIT fd becomes readable when the counter changed since it
-// was last read.
+// RxmCntr: util::Counter whose reads and waits drive the progress of the rxm endpoints
+// bound to it; fi_cntr_wait sleeps on their cores' wait fds (util::Waitable's polled fds),
+// after asking the cores whether it may (before_sleep).
 #ifndef OFI_PROV_RXM_CNTR_H
 #define OFI_PROV_RXM_CNTR_H
 
-#include "prov/util/fid_object.h"
-#include "prov/rxm/rxm_waitable.h"
-
-#include <rdma/fabric.h>
-#include <rdma/fi_eq.h>
-
-#include <atomic>
-#include <mutex>
-#include <vector>
+#include "prov/rxm/rxm_bound_eps.h"
+#include "prov/util/counter.h"
 
 namespace rxm {
 
 class RxmDomain;
 class RxmEndpoint;
 
-class RxmCntr : public util::FidStorage<fid_cntr>, public util::FidObject,
-		public RxmWaitable {
+class RxmCntr : public util::Counter {
 public:
-	static int open(RxmDomain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr,
-			void *context);
-	int close() override;
-	struct fid_cntr *pub() { return &embedded_fid.pub; }
+	// Throws util::Error for attributes util refuses.
+	RxmCntr(RxmDomain &domain, const struct fi_cntr_attr *attr, void *context);
 
-	uint64_t read();
-	uint64_t readerr();
-	int add(uint64_t value);
-	int set(uint64_t value);
-	int adderr(uint64_t value);
-	int seterr(uint64_t value);
-	int wait(uint64_t threshold, int timeout);
-	int control(int command, void *arg);  // FI_GETWAIT, FI_GETWAITOBJ
-
-	// util::Waitable: "has events" means changed since the last read.
-	void run_progress() override { progress(); }
-	bool has_events() override { return changed_.load(std::memory_order_acquire); }
-	bool cores_quiet() override;
+	void run_progress() override;
+	bool before_sleep() override { return cores_may_sleep(eps_); }
 	int trywait_all();
-	bool wants_wait_fd() const { return wait_obj_ != FI_WAIT_NONE; }
+	bool wants_wait_fd() const { return wait_obj() != FI_WAIT_NONE; }
 
 	void attach(RxmEndpoint *ep);
 	void detach(RxmEndpoint *ep);
-	void increment() { value_.fetch_add(1, std::memory_order_acq_rel); changed(); }
-	void increment_error() { errors_.fetch_add(1, std::memory_order_acq_rel); changed(); }
 
 private:
-	RxmCntr(RxmDomain *domain, enum fi_wait_obj wait_obj, void *context);
-	void progress();
-	void changed();
-	void seen();
-
-	RxmDomain *domain_;
-	std::atomic<uint64_t> value_{0};
-	std::atomic<uint64_t> errors_{0};
-	enum fi_wait_obj wait_obj_;
-	std::mutex event_lock_;  // orders eventfd set/clear
-	std::atomic<bool> changed_{false};
+	BoundEndpoints eps_;
 };
 
 } // namespace rxm

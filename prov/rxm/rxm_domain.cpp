@@ -168,12 +168,20 @@ int RxmDomain::av_open(struct fi_av_attr *attr, struct fid_av **av, void *contex
 
 int RxmDomain::cq_open(struct fi_cq_attr *attr, struct fid_cq **cq, void *context)
 {
-	return RxmCq::open(this, attr, cq, context);
+	if (!attr || !cq)
+		return -FI_EINVAL;
+	auto object = std::make_unique<RxmCq>(*this, attr, context);
+	*cq = object.release()->cq_fid();
+	return 0;
 }
 
 int RxmDomain::cntr_open(struct fi_cntr_attr *attr, struct fid_cntr **cntr, void *context)
 {
-	return RxmCntr::open(this, attr, cntr, context);
+	if (!cntr)
+		return -FI_EINVAL;
+	auto object = std::make_unique<RxmCntr>(*this, attr, context);
+	*cntr = object.release()->cntr_fid();
+	return 0;
 }
 
 int RxmDomain::endpoint(struct fi_info *info, struct fid_ep **ep, void *context)

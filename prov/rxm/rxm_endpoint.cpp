@@ -426,11 +426,11 @@ int RxmEndpoint::open_core_queues()
 }
 
 template <class Fn>
-static void for_each_distinct(std::initializer_list<RxmWaitable *> objects, Fn fn)
+static void for_each_distinct(std::initializer_list<util::Waitable *> objects, Fn fn)
 {
-	RxmWaitable *seen[6];
+	util::Waitable *seen[6];
 	size_t n = 0;
-	for (RxmWaitable *w : objects) {
+	for (util::Waitable *w : objects) {
 		if (!w || std::find(seen, seen + n, w) != seen + n)
 			continue;
 		seen[n++] = w;
@@ -445,12 +445,12 @@ void RxmEndpoint::register_wait_sources()
 	wait_registered_ = true;
 	bool polled = core_cq_fd_ < 0 || core_eq_fd_ < 0;
 	for_each_distinct({tx_cq_, rx_cq_, send_cntr_, recv_cntr_, read_cntr_, write_cntr_},
-			  [&](RxmWaitable *w) {
-				  w->add_core_fd(core_cq_fd_);
-				  w->add_core_fd(core_eq_fd_);
-				  w->add_core_fd(conn_timer_fd_);
+			  [&](util::Waitable *w) {
+				  w->add_polled_fd(core_cq_fd_);
+				  w->add_polled_fd(core_eq_fd_);
+				  w->add_polled_fd(conn_timer_fd_);
 				  if (polled)
-					  w->add_polled_source();
+					  w->add_fdless_source();
 			  });
 }
 
@@ -461,12 +461,12 @@ void RxmEndpoint::unregister_wait_sources()
 	wait_registered_ = false;
 	bool polled = core_cq_fd_ < 0 || core_eq_fd_ < 0;
 	for_each_distinct({tx_cq_, rx_cq_, send_cntr_, recv_cntr_, read_cntr_, write_cntr_},
-			  [&](RxmWaitable *w) {
-				  w->remove_core_fd(core_cq_fd_);
-				  w->remove_core_fd(core_eq_fd_);
-				  w->remove_core_fd(conn_timer_fd_);
+			  [&](util::Waitable *w) {
+				  w->remove_polled_fd(core_cq_fd_);
+				  w->remove_polled_fd(core_eq_fd_);
+				  w->remove_polled_fd(conn_timer_fd_);
 				  if (polled)
-					  w->remove_polled_source();
+					  w->remove_fdless_source();
 			  });
 }
 
@@ -803,22 +803,19 @@ void RxmEndpoint::drain_core_eq()
 	}
 }
 
-int cores_trywait(const std::vector<RxmEndpoint *> &eps)
+int cores_trywait(BoundEndpoints &eps)
 {
-	for (RxmEndpoint *ep : eps) {
-		int rc = ep->core_trywait();
-		if (rc)
-			return rc;
-	}
-	return 0;
+	int rc = 0;
+	eps.all_of([&](RxmEndpoint *ep) {
+		rc = ep->core_trywait();
+		return rc == 0;
+	});
+	return rc;
 }
 
-bool cores_may_sleep(const std::vector<RxmEndpoint *> &eps)
+bool cores_may_sleep(BoundEndpoints &eps)
 {
-	for (RxmEndpoint *ep : eps)
-		if (!ep->core_may_sleep())
-			return false;
-	return true;
+	return eps.all_of([](RxmEndpoint *ep) { return ep->core_may_sleep(); });
 }
 
 } // namespace rxm

@@ -389,11 +389,6 @@ private:
 	std::atomic<bool> progress_running_{false};
 };
 
-// What a blocked reader of a CQ or counter asks the endpoints bound to it: the first
-// non-zero fi_trywait answer of their cores, and whether every core may sleep.
-int cores_trywait(const std::vector<RxmEndpoint *> &eps);
-bool cores_may_sleep(const std::vector<RxmEndpoint *> &eps);
-
 } // namespace rxm
 
 #endif

@@ -82,8 +82,7 @@ CompletionQueue::CompletionQueue(Domain &domain, const struct fi_cq_attr *attr, 
 			throw Error(-FI_EINVAL);
 		check(set->add(this));
 	}
-	embedded_fid.pub.fid.ops = ops_ptr<CompletionQueue, make_fi_ops<CompletionQueue>>();
-	embedded_fid.pub.ops = ops_ptr<CompletionQueue, make_cq_ops<CompletionQueue>>();
+	install_ops<CompletionQueue>();
 	domain_.ref();
 }
 
@@ -160,6 +159,12 @@ size_t CompletionQueue::space()
 {
 	LockGuard guard(lock_);
 	return overflow_.empty() ? ring_.space() : 0;
+}
+
+size_t CompletionQueue::queued()
+{
+	LockGuard guard(lock_);
+	return ring_.size() + overflow_.size();
 }
 
 // ---- reading ----
@@ -248,7 +253,7 @@ ssize_t CompletionQueue::read(void *buf, size_t count)
 ssize_t CompletionQueue::readfrom(void *buf, size_t count, fi_addr_t *src_addr)
 {
 	note_read();
-	run_progress();
+	progress_for_read(count);
 	LockGuard guard(lock_);
 	return read_locked(buf, count, src_addr);
 }
@@ -294,14 +299,14 @@ ssize_t CompletionQueue::readerr(struct fi_cq_err_entry *buf, uint64_t flags)
 ssize_t CompletionQueue::blocking_read(void *buf, size_t count, fi_addr_t *src_addr,
 				       const void *cond, int timeout)
 {
-	if (wait_obj_ == FI_WAIT_NONE || wait_obj_ == FI_WAIT_SET)
+	if ((wait_obj_ == FI_WAIT_NONE && !block_without_wait_obj_) || wait_obj_ == FI_WAIT_SET)
 		return -FI_ENOSYS;  // man fi_cq: sread is invalid for these wait objects
 	// The FI_CQ_COND_THRESHOLD count is a hint (man fi_cq: the provider need not meet the
 	// condition before waking), so any completion ends the wait; waiting for more would
 	// need wakeups per entry.
 	(void)cond;
 	return wait_loop(lock_, timeout, [&]() -> ssize_t {
-		run_progress();
+		progress_for_read(count);
 		LockGuard guard(lock_);
 		return read_locked(buf, count, src_addr);
 	});
@@ -320,7 +325,7 @@ ssize_t CompletionQueue::sreadfrom(void *buf, size_t count, fi_addr_t *src_addr,
 
 int CompletionQueue::signal()
 {
-	if (wait_obj_ == FI_WAIT_NONE)
+	if (wait_obj_ == FI_WAIT_NONE && !block_without_wait_obj_)
 		return -FI_ENOSYS;
 	interrupt();
 	return 0;

@@ -52,6 +52,7 @@ public:
 	void write_error(const struct fi_cq_err_entry &error,
 			 fi_addr_t src_addr = FI_ADDR_NOTAVAIL);
 	size_t space();      // free ring slots
+	size_t queued();     // completions (and errors) waiting to be read
 	size_t overruns() const noexcept { return overruns_; }
 
 	// ---- fi_ops_cq ----
@@ -71,6 +72,26 @@ public:
 	// ---- Waitable ----
 	void run_progress() override;
 	bool has_events() override;
+
+protected:
+	// Progress run before a read of 'count' entries (fi_cq_read, each try of fi_cq_sread).
+	// Default: always. A provider whose progress is costly may skip it while the queue
+	// already fills the request (rxm).
+	virtual void progress_for_read(size_t count)
+	{
+		(void)count;
+		run_progress();
+	}
+	// fi_cq_sread and fi_cq_signal on an FI_WAIT_NONE CQ, which util refuses (-FI_ENOSYS):
+	// for a provider whose blocking works without a wait object (rxm).
+	void allow_blocking_without_wait_obj() noexcept { block_without_wait_obj_ = true; }
+	// A derived class that replaces fi_ops_cq members installs its own tables.
+	template <class Self>
+	void install_ops() noexcept
+	{
+		embedded_fid.pub.fid.ops = ops_ptr<Self, make_fi_ops<Self>>();
+		embedded_fid.pub.ops = ops_ptr<Self, make_cq_ops<Self>>();
+	}
 
 private:
 	struct Record {
@@ -102,6 +123,7 @@ private:
 	enum fi_cq_format format_;
 	enum fi_wait_obj wait_obj_;
 	size_t entry_size_;
+	bool block_without_wait_obj_ = false;
 	Lock lock_;
 	Ring<Record> ring_;
 	std::deque<Record> overflow_;

@@ -23,6 +23,7 @@ public:
 
 	struct fid_cntr *cntr_fid() noexcept { return &embedded_fid.pub; }
 	Domain &domain() noexcept { return domain_; }
+	enum fi_wait_obj wait_obj() const noexcept { return wait_obj_; }
 
 	// ---- provider side ----
 	void increment(uint64_t n = 1);

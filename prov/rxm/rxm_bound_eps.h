@@ -1,0 +1,78 @@
+// BoundEndpoints: the rxm endpoints bound to one CQ or counter. Reading or waiting on the
+// object drives their progress (manual progress: the application polls only its CQ), and a
+// blocked reader asks their cores whether it may sleep.
+//
+// A list per object rather than progress sources on the domain's engine: a domain pass would
+// progress every endpoint of the domain (each a core CQ read, a system call) on every read,
+// which costs 100 system calls per read in rxm_wait_scale's 100 endpoints on one domain.
+#ifndef OFI_PROV_RXM_BOUND_EPS_H
+#define OFI_PROV_RXM_BOUND_EPS_H
+
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+namespace rxm {
+
+class RxmEndpoint;
+
+class BoundEndpoints {
+public:
+	void add(RxmEndpoint *ep)
+	{
+		std::lock_guard guard(lock_);
+		eps_.push_back(ep);
+	}
+	// False when ep was not bound.
+	bool remove(RxmEndpoint *ep)
+	{
+		std::lock_guard guard(lock_);
+		auto it = std::find(eps_.begin(), eps_.end(), ep);
+		if (it == eps_.end())
+			return false;
+		eps_.erase(it);
+		return true;
+	}
+	// Calls f on a copy of the list (an endpoint may detach itself while progressing),
+	// without allocating for up to kFew endpoints: this runs on every read.
+	template <class F> void for_each(F f)
+	{
+		RxmEndpoint *few[kFew];
+		std::vector<RxmEndpoint *> many;
+		RxmEndpoint **eps = few;
+		size_t n;
+		{
+			std::lock_guard guard(lock_);
+			n = eps_.size();
+			if (n <= kFew) {
+				std::copy(eps_.begin(), eps_.end(), few);
+			} else {
+				many = eps_;
+				eps = many.data();
+			}
+		}
+		for (size_t i = 0; i < n; i++)
+			f(eps[i]);
+	}
+	// Stops at the first f that returns false; says whether all returned true.
+	template <class F> bool all_of(F f)
+	{
+		bool all = true;
+		for_each([&](RxmEndpoint *ep) { all = all && f(ep); });
+		return all;
+	}
+
+private:
+	static constexpr size_t kFew = 8;
+	std::mutex lock_;
+	std::vector<RxmEndpoint *> eps_;
+};
+
+// The core side of fi_trywait and of "may a blocked reader sleep" for the endpoints bound
+// to an object (defined in rxm_endpoint.cpp).
+int cores_trywait(BoundEndpoints &eps);
+bool cores_may_sleep(BoundEndpoints &eps);
+
+} // namespace rxm
+
+#endif

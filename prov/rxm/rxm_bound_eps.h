@@ -8,6 +8,10 @@
 #ifndef OFI_PROV_RXM_BOUND_EPS_H
 #define OFI_PROV_RXM_BOUND_EPS_H
 
+#include "prov/util/waitable.h"
+
+#include <rdma/fi_errno.h>
+
 #include <algorithm>
 #include <mutex>
 #include <vector>
@@ -72,6 +76,17 @@ private:
 // to an object (defined in rxm_endpoint.cpp).
 int cores_trywait(BoundEndpoints &eps);
 bool cores_may_sleep(BoundEndpoints &eps);
+
+// fi_trywait on the rxm fabric for a CQ or counter: progress, then ask the cores whether
+// blocking is safe, then util's trywait (arms the exported fd unless something arrived).
+inline int trywait_with_cores(util::Waitable &object, BoundEndpoints &eps)
+{
+	object.run_progress();
+	if (object.has_events())
+		return -FI_EAGAIN;
+	int rc = cores_trywait(eps);
+	return rc ? rc : object.trywait();
+}
 
 } // namespace rxm
 

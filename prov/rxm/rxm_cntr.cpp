@@ -32,13 +32,7 @@ void RxmCntr::run_progress()
 
 int RxmCntr::trywait_all()
 {
-	run_progress();
-	if (has_events())
-		return -FI_EAGAIN;
-	int rc = cores_trywait(eps_);
-	if (rc)
-		return rc;
-	return trywait();
+	return trywait_with_cores(*this, eps_);
 }
 
 } // namespace rxm

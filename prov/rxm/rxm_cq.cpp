@@ -81,13 +81,7 @@ const char *RxmCq::strerror(int prov_errno, const void *, char *buf, size_t len)
 
 int RxmCq::trywait_all()
 {
-	run_progress();
-	if (has_events())
-		return -FI_EAGAIN;
-	int rc = cores_trywait(eps_);
-	if (rc)
-		return rc;
-	return trywait();  // util's: arms the exported fd unless something arrived meanwhile
+	return trywait_with_cores(*this, eps_);
 }
 
 } // namespace rxm

@@ -388,7 +388,8 @@ int RxmEndpoint::open_core_queues()
 	bool want_fd = false;
 	for (RxmCq *cq : {tx_cq_, rx_cq_})
 		want_fd |= cq && cq->wants_wait_fd();
-	for (RxmCntr *cntr : {send_cntr_, recv_cntr_, read_cntr_, write_cntr_})
+	for (RxmCntr *cntr : {send_cntr_, recv_cntr_, read_cntr_, write_cntr_, remote_read_cntr_,
+			      remote_write_cntr_})
 		want_fd |= cntr && cntr->wants_wait_fd();
 	fi_eq_attr eq_attr{};
 	eq_attr.size = kCoreEqSize;
@@ -428,7 +429,7 @@ int RxmEndpoint::open_core_queues()
 template <class Fn>
 static void for_each_distinct(std::initializer_list<util::Waitable *> objects, Fn fn)
 {
-	util::Waitable *seen[6];
+	util::Waitable *seen[8];
 	size_t n = 0;
 	for (util::Waitable *w : objects) {
 		if (!w || std::find(seen, seen + n, w) != seen + n)
@@ -444,7 +445,8 @@ void RxmEndpoint::register_wait_sources()
 		return;
 	wait_registered_ = true;
 	bool polled = core_cq_fd_ < 0 || core_eq_fd_ < 0;
-	for_each_distinct({tx_cq_, rx_cq_, send_cntr_, recv_cntr_, read_cntr_, write_cntr_},
+	for_each_distinct({tx_cq_, rx_cq_, send_cntr_, recv_cntr_, read_cntr_, write_cntr_,
+			   remote_read_cntr_, remote_write_cntr_},
 			  [&](util::Waitable *w) {
 				  w->add_polled_fd(core_cq_fd_);
 				  w->add_polled_fd(core_eq_fd_);
@@ -460,7 +462,8 @@ void RxmEndpoint::unregister_wait_sources()
 		return;
 	wait_registered_ = false;
 	bool polled = core_cq_fd_ < 0 || core_eq_fd_ < 0;
-	for_each_distinct({tx_cq_, rx_cq_, send_cntr_, recv_cntr_, read_cntr_, write_cntr_},
+	for_each_distinct({tx_cq_, rx_cq_, send_cntr_, recv_cntr_, read_cntr_, write_cntr_,
+			   remote_read_cntr_, remote_write_cntr_},
 			  [&](util::Waitable *w) {
 				  w->remove_polled_fd(core_cq_fd_);
 				  w->remove_polled_fd(core_eq_fd_);
@@ -585,7 +588,8 @@ int RxmEndpoint::close()
 	}
 	if (tx_cq_)
 		tx_cq_->detach(this);
-	for (RxmCntr *cntr : {send_cntr_, recv_cntr_, read_cntr_, write_cntr_})
+	for (RxmCntr *cntr : {send_cntr_, recv_cntr_, read_cntr_, write_cntr_, remote_read_cntr_,
+			      remote_write_cntr_})
 		if (cntr)
 			cntr->detach(this); // once per bind: detach removes one entry
 	

@@ -16,6 +16,11 @@ FidHeader *fid_header(const struct fid *fid) noexcept
 FidObject::~FidObject()
 {
 	// Poison the header so a dangling fid used after fi_close is refused.
+	retire_fid();
+}
+
+void FidObject::retire_fid() noexcept
+{
 	auto *header = reinterpret_cast<FidHeader *>(
 		reinterpret_cast<uintptr_t>(fid_) - kFidHeaderDistance);
 	header->magic = 0;

@@ -75,6 +75,11 @@ public:
 	// return Base::close() (which deletes this).
 	virtual int close();
 
+	// Refuses the fid from now on (fid_cast and the ops thunks see a dead object) without
+	// destroying the object: for one that must outlive its fi_close, e.g. a verbs endpoint
+	// whose request slots the device may still complete into.
+	void retire_fid() noexcept;
+
 protected:
 	// 'embedded' is the FidStorage of the derived class (constructed before us); its
 	// header is wired here.

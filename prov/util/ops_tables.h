@@ -302,6 +302,18 @@ auto *ops_ptr() noexcept
 	return const_cast<Table *>(&StaticOps<T, Maker>::table);
 }
 
+// Checked recovery without an RTTI walk, for fids looked up on the data path (a memory
+// descriptor per send, a credit check per message): a live fid whose fi_ops is the table
+// generated for T (ops_ptr<T, make_fi_ops<T>>) is a T object; anything else gives nullptr.
+template <class T>
+T *fid_cast_exact(const struct fid *fid) noexcept
+{
+	FidHeader *header = fid_header(fid);
+	if (!header || fid->ops != ops_ptr<T, make_fi_ops<T>>())
+		return nullptr;
+	return static_cast<T *>(header->owner);
+}
+
 } // namespace util
 
 #endif

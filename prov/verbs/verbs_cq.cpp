@@ -15,6 +15,7 @@
 #include "prov/verbs/verbs_endpoint.h"
 #include "prov/verbs/verbs_provider.h"
 #include "prov/verbs/verbs_request.h"
+#include "prov/util/ops_tables.h"
 
 namespace verbs {
 namespace {
@@ -22,40 +23,26 @@ namespace {
 constexpr size_t kDefaultCqSize = 4096;
 constexpr int kPollBatch = 16;
 
-struct fi_ops *cq_fi_ops()
-{
-	static struct fi_ops ops = [] {
-		struct fi_ops o {};
-		o.size = sizeof(o);
-		o.close = Op<&VerbsCompletionQueue::close>::call;
-		VERBS_UNSUPPORTED(o, bind);
-		o.control = Op<&VerbsCompletionQueue::control>::call;
-		VERBS_UNSUPPORTED(o, ops_open);
-		VERBS_UNSUPPORTED(o, tostr);
-		VERBS_UNSUPPORTED(o, ops_set);
-		return o;
-	}();
-	return &ops;
-}
-
-struct fi_ops_cq *cq_ops()
-{
-	static struct fi_ops_cq ops = [] {
-		struct fi_ops_cq o {};
-		o.size = sizeof(o);
-		o.read = Op<&VerbsCompletionQueue::read>::call;
-		o.readfrom = Op<&VerbsCompletionQueue::readfrom>::call;
-		o.readerr = Op<&VerbsCompletionQueue::readerr>::call;
-		o.sread = Op<&VerbsCompletionQueue::sread>::call;
-		o.sreadfrom = Op<&VerbsCompletionQueue::sreadfrom>::call;
-		o.signal = Op<&VerbsCompletionQueue::signal>::call;
-		o.strerror = Op<&VerbsCompletionQueue::strerror>::call;
-		return o;
-	}();
-	return &ops;
-}
-
 } // namespace
+
+static_assert(util::implemented(util::make_fi_ops<VerbsCompletionQueue>().close));
+static_assert(util::implemented(util::make_fi_ops<VerbsCompletionQueue>().control));
+static_assert(util::implemented(util::make_cq_ops<VerbsCompletionQueue>().read));
+static_assert(util::implemented(util::make_cq_ops<VerbsCompletionQueue>().readfrom));
+static_assert(util::implemented(util::make_cq_ops<VerbsCompletionQueue>().readerr));
+static_assert(util::implemented(util::make_cq_ops<VerbsCompletionQueue>().sread));
+static_assert(util::implemented(util::make_cq_ops<VerbsCompletionQueue>().sreadfrom));
+static_assert(util::implemented(util::make_cq_ops<VerbsCompletionQueue>().signal));
+static_assert(util::implemented(util::make_cq_ops<VerbsCompletionQueue>().strerror));
+
+VerbsCompletionQueue::VerbsCompletionQueue(VerbsDomain *domain, void *context)
+	: util::FidObject(embedded_fid, FI_CLASS_CQ, context), domain_(domain)
+{
+	embedded_fid.pub.fid.ops =
+		util::ops_ptr<VerbsCompletionQueue, util::make_fi_ops<VerbsCompletionQueue>>();
+	embedded_fid.pub.ops =
+		util::ops_ptr<VerbsCompletionQueue, util::make_cq_ops<VerbsCompletionQueue>>();
+}
 
 int fi_error_for_wc_status(enum ibv_wc_status status)
 {
@@ -90,12 +77,9 @@ int VerbsCompletionQueue::open(VerbsDomain *domain, struct fi_cq_attr *attr, str
 		return -FI_ENOSYS;
 	}
 
-	auto *self = new VerbsCompletionQueue();
-	self->domain_ = domain;
+	auto *self = new VerbsCompletionQueue(domain, context);
 	self->format_ = attr->format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_CONTEXT : attr->format;
 	self->wait_obj_ = attr->wait_obj == FI_WAIT_NONE ? FI_WAIT_NONE : FI_WAIT_FD;
-	self->fid_.init(self, FI_CLASS_CQ, context, cq_fi_ops());
-	self->fid_.pub.ops = cq_ops();
 
 	int ret = 0;
 	int size = static_cast<int>(std::min<size_t>(attr->size ? attr->size : kDefaultCqSize,
@@ -120,8 +104,8 @@ int VerbsCompletionQueue::open(VerbsDomain *domain, struct fi_cq_attr *attr, str
 		delete self;
 		return ret;
 	}
-	domain->children++;
-	*cq = &self->fid_.pub;
+	domain->ref();
+	*cq = self->cq_fid();
 	return 0;
 }
 
@@ -137,12 +121,10 @@ VerbsCompletionQueue::~VerbsCompletionQueue()
 
 int VerbsCompletionQueue::close()
 {
-	if (bound_endpoints.load() > 0)
+	if (busy())
 		return -FI_EBUSY;
-	domain_->children--;
-	fid_.invalidate();
-	delete this;
-	return 0;
+	domain_->unref();
+	return util::FidObject::close();
 }
 
 int VerbsCompletionQueue::control(int command, void *arg)

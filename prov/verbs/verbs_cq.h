@@ -4,14 +4,13 @@
 #ifndef OFI_PROV_VERBS_CQ_H
 #define OFI_PROV_VERBS_CQ_H
 
-#include <atomic>
 #include <deque>
 #include <mutex>
 
 #include <infiniband/verbs.h>
 #include <rdma/fi_eq.h>
 
-#include "prov/verbs/verbs_fid.h"
+#include "prov/util/fid_object.h"
 
 namespace verbs {
 
@@ -31,19 +30,17 @@ struct CompletionRecord {
 // FI_ECANCELED for flushed requests, FI_EIO for every other failure.
 int fi_error_for_wc_status(enum ibv_wc_status status);
 
-class VerbsCompletionQueue {
+// Endpoints bound to the CQ hold a reference (util::FidObject::ref): it cannot close under
+// them.
+class VerbsCompletionQueue : public util::FidStorage<fid_cq>, public util::FidObject {
 public:
-	static constexpr uint32_t kTag = 0x76637120; // "vcq "
 	static int open(VerbsDomain *domain, struct fi_cq_attr *attr, struct fid_cq **cq,
 			void *context);
-	static VerbsCompletionQueue *from_fid(const void *fid) { return Holder::recover(fid); }
 
 	struct ibv_cq *ibv_cq() const { return cq_; }
-	struct fid_cq *cq_fid() { return &fid_.pub; }
-	// Endpoints using this CQ: it cannot close under them.
-	std::atomic<int> bound_endpoints{0};
+	struct fid_cq *cq_fid() { return &embedded_fid.pub; }
 
-	int close();
+	int close() override;
 	int control(int command, void *arg);
 	ssize_t read(void *buf, size_t count);
 	ssize_t readfrom(void *buf, size_t count, fi_addr_t *src_addr);
@@ -60,17 +57,15 @@ public:
 	void poll_device();
 
 private:
-	using Holder = FidHolder<struct fid_cq, VerbsCompletionQueue>;
-	VerbsCompletionQueue() = default;
-	~VerbsCompletionQueue();
+	VerbsCompletionQueue(VerbsDomain *domain, void *context);
+	~VerbsCompletionQueue() override;
 	void drain_channel_locked();
 	void poll_device_locked();
 	void record_completion_locked(const struct ibv_wc &wc);
 	void write_entry(void *dst, const CompletionRecord &record) const;
 	size_t entry_size() const;
 
-	Holder fid_;
-	VerbsDomain *domain_ = nullptr;
+	VerbsDomain *domain_;
 	enum fi_cq_format format_ = FI_CQ_FORMAT_CONTEXT;
 	enum fi_wait_obj wait_obj_ = FI_WAIT_NONE;
 	struct ibv_comp_channel *channel_ = nullptr;

@@ -11,72 +11,35 @@
 #include "prov/verbs/verbs_provider.h"
 #include "prov/verbs/verbs_srx.h"
 #include "prov/util/flow_ctrl_ops.h"
+#include "prov/util/ops_tables.h"
 
 namespace verbs {
-namespace {
 
-struct fi_ops *domain_fi_ops()
+static_assert(util::implemented(util::make_fi_ops<VerbsDomain>().close));
+static_assert(util::implemented(util::make_fi_ops<VerbsDomain>().ops_open));
+static_assert(util::implemented(util::make_domain_ops<VerbsDomain>().cq_open));
+static_assert(util::implemented(util::make_domain_ops<VerbsDomain>().endpoint));
+static_assert(util::implemented(util::make_domain_ops<VerbsDomain>().endpoint2));
+static_assert(util::implemented(util::make_domain_ops<VerbsDomain>().srx_ctx));
+static_assert(util::implemented(util::make_mr_ops<VerbsDomain>().reg));
+static_assert(util::implemented(util::make_mr_ops<VerbsDomain>().regv));
+static_assert(util::implemented(util::make_mr_ops<VerbsDomain>().regattr));
+
+VerbsDomain::VerbsDomain(VerbsFabric *fabric, void *context)
+	: util::FidObject(embedded_fid, FI_CLASS_DOMAIN, context), fabric_(fabric)
 {
-	static struct fi_ops ops = [] {
-		struct fi_ops o {};
-		o.size = sizeof(o);
-		o.close = Op<&VerbsDomain::close>::call;
-		VERBS_UNSUPPORTED(o, bind);
-		VERBS_UNSUPPORTED(o, control);
-		o.ops_open = Op<&VerbsDomain::ops_open>::call;
-		VERBS_UNSUPPORTED(o, tostr);
-		VERBS_UNSUPPORTED(o, ops_set);
-		return o;
-	}();
-	return &ops;
+	fid_domain &pub = embedded_fid.pub;
+	pub.fid.ops = util::ops_ptr<VerbsDomain, util::make_fi_ops<VerbsDomain>>();
+	pub.ops = util::ops_ptr<VerbsDomain, util::make_domain_ops<VerbsDomain>>();
+	pub.mr = util::ops_ptr<VerbsDomain, util::make_mr_ops<VerbsDomain>>();
 }
-
-struct fi_ops_domain *domain_ops()
-{
-	static struct fi_ops_domain ops = [] {
-		struct fi_ops_domain o {};
-		o.size = sizeof(o);
-		VERBS_UNSUPPORTED(o, av_open);
-		o.cq_open = Op<&VerbsDomain::cq_open>::call;
-		o.endpoint = Op<&VerbsDomain::endpoint>::call;
-		VERBS_UNSUPPORTED(o, scalable_ep);
-		VERBS_UNSUPPORTED(o, cntr_open);
-		VERBS_UNSUPPORTED(o, poll_open);
-		VERBS_UNSUPPORTED(o, stx_ctx);
-		o.srx_ctx = Op<&VerbsDomain::srx_ctx>::call;
-		VERBS_UNSUPPORTED(o, query_atomic);
-		VERBS_UNSUPPORTED(o, query_collective);
-		o.endpoint2 = Op<&VerbsDomain::endpoint2>::call;
-		return o;
-	}();
-	return &ops;
-}
-
-struct fi_ops_mr *mr_ops()
-{
-	static struct fi_ops_mr ops = [] {
-		struct fi_ops_mr o {};
-		o.size = sizeof(o);
-		o.reg = Op<&VerbsDomain::mr_reg>::call;
-		o.regv = Op<&VerbsDomain::mr_regv>::call;
-		o.regattr = Op<&VerbsDomain::mr_regattr>::call;
-		return o;
-	}();
-	return &ops;
-}
-
-} // namespace
 
 int VerbsDomain::open(VerbsFabric *fabric, struct fi_info *info, struct fid_domain **domain,
 		      void *context)
 {
 	if (!info || !domain || !info->domain_attr || !info->domain_attr->name)
 		return -FI_EINVAL;
-	auto *self = new VerbsDomain();
-	self->fabric_ = fabric;
-	self->fid_.init(self, FI_CLASS_DOMAIN, context, domain_fi_ops());
-	self->fid_.pub.ops = domain_ops();
-	self->fid_.pub.mr = mr_ops();
+	auto *self = new VerbsDomain(fabric, context);
 
 	// The device context must be rdma_cm's own: QPs are created on CM ids, whose
 	// ->verbs is that context, and the PD has to belong to the same one.
@@ -103,8 +66,8 @@ int VerbsDomain::open(VerbsFabric *fabric, struct fi_info *info, struct fid_doma
 		delete self;
 		return ret;
 	}
-	fabric->children++;
-	*domain = &self->fid_.pub;
+	fabric->ref();
+	*domain = self->domain_fid();
 	return 0;
 }
 
@@ -124,12 +87,10 @@ uint32_t VerbsDomain::api_version() const
 
 int VerbsDomain::close()
 {
-	if (children.load() > 0)
+	if (busy())
 		return -FI_EBUSY;
-	fabric_->children--;
-	fid_.invalidate();
-	delete this;
-	return 0;
+	fabric_->unref();
+	return util::FidObject::close();
 }
 
 int VerbsDomain::ops_open(const char *name, uint64_t flags, void **ops, void *context)
@@ -150,7 +111,7 @@ int VerbsDomain::cq_open(struct fi_cq_attr *attr, struct fid_cq **cq, void *cont
 	return VerbsCompletionQueue::open(this, attr, cq, context);
 }
 
-int VerbsDomain::srx_ctx(struct fi_rx_attr *attr, struct fid_ep **srx, void *context)
+int VerbsDomain::srx_context(struct fi_rx_attr *attr, struct fid_ep **srx, void *context)
 {
 	return VerbsSharedRx::open(this, attr, srx, context);
 }

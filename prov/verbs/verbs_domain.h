@@ -3,25 +3,24 @@
 #ifndef OFI_PROV_VERBS_DOMAIN_H
 #define OFI_PROV_VERBS_DOMAIN_H
 
-#include <atomic>
 #include <string>
 
 #include <infiniband/verbs.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 
-#include "prov/verbs/verbs_fid.h"
+#include "prov/util/fid_object.h"
 
 namespace verbs {
 
 class VerbsFabric;
 
-class VerbsDomain {
+// Endpoints, CQs, MRs and shared receive contexts hold a reference (util::FidObject::ref):
+// the domain cannot close under them.
+class VerbsDomain : public util::FidStorage<fid_domain>, public util::FidObject {
 public:
-	static constexpr uint32_t kTag = 0x76646f6d; // "vdom"
 	static int open(VerbsFabric *fabric, struct fi_info *info, struct fid_domain **domain,
 			void *context);
-	static VerbsDomain *from_fid(const void *fid) { return Holder::recover(fid); }
 
 	struct ibv_context *context() const { return context_; }
 	struct ibv_pd *pd() const { return pd_; }
@@ -29,16 +28,14 @@ public:
 	const struct fi_info *info() const { return info_; }
 	VerbsFabric *fabric() const { return fabric_; }
 	uint32_t api_version() const;
-	struct fid_domain *domain_fid() { return &fid_.pub; }
-	// Endpoints, CQs and MRs opened on this domain: it cannot close under them.
-	std::atomic<int> children{0};
+	struct fid_domain *domain_fid() { return &embedded_fid.pub; }
 
-	int close();
+	int close() override;
 	// OFI_FLOW_CTRL_OPS_NAME: the credit flow-control hooks (prov/util/flow_ctrl_ops.h).
 	int ops_open(const char *name, uint64_t flags, void **ops, void *context);
 	int cq_open(struct fi_cq_attr *attr, struct fid_cq **cq, void *context);
 	int endpoint(struct fi_info *info, struct fid_ep **ep, void *context);
-	int srx_ctx(struct fi_rx_attr *attr, struct fid_ep **srx, void *context);
+	int srx_context(struct fi_rx_attr *attr, struct fid_ep **srx, void *context);
 	int endpoint2(struct fi_info *info, struct fid_ep **ep, uint64_t flags, void *context);
 	int mr_reg(const void *buf, size_t len, uint64_t access, uint64_t offset,
 		   uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context);
@@ -47,11 +44,9 @@ public:
 	int mr_regattr(const struct fi_mr_attr *attr, uint64_t flags, struct fid_mr **mr);
 
 private:
-	using Holder = FidHolder<struct fid_domain, VerbsDomain>;
-	VerbsDomain() = default;
-	~VerbsDomain();
-	Holder fid_;
-	VerbsFabric *fabric_ = nullptr;
+	VerbsDomain(VerbsFabric *fabric, void *context);
+	~VerbsDomain() override;
+	VerbsFabric *fabric_;
 	struct fi_info *info_ = nullptr;
 	struct ibv_context **device_list_ = nullptr; // rdma_get_devices(); owns context_
 	struct ibv_context *context_ = nullptr;

@@ -13,169 +13,13 @@
 #include "prov/verbs/verbs_pep.h"
 #include "prov/verbs/verbs_provider.h"
 #include "prov/verbs/verbs_srx.h"
+#include "prov/util/ops_tables.h"
 
 namespace verbs {
 namespace {
 
 // How long a closing endpoint waits for the flush completions of its posted requests.
 constexpr auto kDrainTimeout = std::chrono::seconds(2);
-
-struct fi_ops *ep_fi_ops()
-{
-	static struct fi_ops ops = [] {
-		struct fi_ops o {};
-		o.size = sizeof(o);
-		o.close = Op<&VerbsEndpoint::close>::call;
-		o.bind = Op<&VerbsEndpoint::bind>::call;
-		o.control = Op<&VerbsEndpoint::control>::call;
-		VERBS_UNSUPPORTED(o, ops_open);
-		VERBS_UNSUPPORTED(o, tostr);
-		VERBS_UNSUPPORTED(o, ops_set);
-		return o;
-	}();
-	return &ops;
-}
-
-struct fi_ops_ep *ep_ops()
-{
-	static struct fi_ops_ep ops = [] {
-		struct fi_ops_ep o {};
-		o.size = sizeof(o);
-		VERBS_UNSUPPORTED(o, cancel);
-		o.getopt = Op<&VerbsEndpoint::getopt>::call;
-		o.setopt = Op<&VerbsEndpoint::setopt>::call;
-		VERBS_UNSUPPORTED(o, tx_ctx);
-		VERBS_UNSUPPORTED(o, rx_ctx);
-		o.rx_size_left = Op<&VerbsEndpoint::rx_size_left>::call;
-		o.tx_size_left = Op<&VerbsEndpoint::tx_size_left>::call;
-		return o;
-	}();
-	return &ops;
-}
-
-struct fi_ops_cm *ep_cm_ops()
-{
-	static struct fi_ops_cm ops = [] {
-		struct fi_ops_cm o {};
-		o.size = sizeof(o);
-		o.setname = Op<&VerbsEndpoint::setname>::call;
-		o.getname = Op<&VerbsEndpoint::getname>::call;
-		o.getpeer = Op<&VerbsEndpoint::getpeer>::call;
-		o.connect = Op<&VerbsEndpoint::connect>::call;
-		VERBS_UNSUPPORTED(o, listen);
-		o.accept = Op<&VerbsEndpoint::accept>::call;
-		VERBS_UNSUPPORTED(o, reject);
-		o.shutdown = Op<&VerbsEndpoint::shutdown>::call;
-		VERBS_UNSUPPORTED(o, join);
-		return o;
-	}();
-	return &ops;
-}
-
-struct fi_ops_msg *ep_msg_ops()
-{
-	static struct fi_ops_msg ops = [] {
-		struct fi_ops_msg o {};
-		o.size = sizeof(o);
-		o.recv = Op<&VerbsEndpoint::recv>::call;
-		o.recvv = Op<&VerbsEndpoint::recvv>::call;
-		o.recvmsg = Op<&VerbsEndpoint::recvmsg>::call;
-		o.send = Op<&VerbsEndpoint::send>::call;
-		o.sendv = Op<&VerbsEndpoint::sendv>::call;
-		o.sendmsg = Op<&VerbsEndpoint::sendmsg>::call;
-		o.inject = Op<&VerbsEndpoint::inject>::call;
-		o.senddata = Op<&VerbsEndpoint::senddata>::call;
-		o.injectdata = Op<&VerbsEndpoint::injectdata>::call;
-		return o;
-	}();
-	return &ops;
-}
-
-struct fi_ops_rma *ep_rma_ops()
-{
-	static struct fi_ops_rma ops = [] {
-		struct fi_ops_rma o {};
-		o.size = sizeof(o);
-		o.read = Op<&VerbsEndpoint::read>::call;
-		o.readv = Op<&VerbsEndpoint::readv>::call;
-		o.readmsg = Op<&VerbsEndpoint::readmsg>::call;
-		o.write = Op<&VerbsEndpoint::write>::call;
-		o.writev = Op<&VerbsEndpoint::writev>::call;
-		o.writemsg = Op<&VerbsEndpoint::writemsg>::call;
-		o.inject = Op<&VerbsEndpoint::inject_write>::call;
-		o.writedata = Op<&VerbsEndpoint::writedata>::call;
-		o.injectdata = Op<&VerbsEndpoint::inject_writedata>::call;
-		return o;
-	}();
-	return &ops;
-}
-
-} // namespace
-
-// Every entry unsupported; shared with VerbsSharedRx (see verbs_endpoint.h).
-struct fi_ops_tagged *ep_tagged_ops()
-{
-	static struct fi_ops_tagged ops = [] {
-		struct fi_ops_tagged o {};
-		o.size = sizeof(o);
-		VERBS_UNSUPPORTED(o, recv);
-		VERBS_UNSUPPORTED(o, recvv);
-		VERBS_UNSUPPORTED(o, recvmsg);
-		VERBS_UNSUPPORTED(o, send);
-		VERBS_UNSUPPORTED(o, sendv);
-		VERBS_UNSUPPORTED(o, sendmsg);
-		VERBS_UNSUPPORTED(o, inject);
-		VERBS_UNSUPPORTED(o, senddata);
-		VERBS_UNSUPPORTED(o, injectdata);
-		return o;
-	}();
-	return &ops;
-}
-
-struct fi_ops_atomic *ep_atomic_ops()
-{
-	static struct fi_ops_atomic ops = [] {
-		struct fi_ops_atomic o {};
-		o.size = sizeof(o);
-		VERBS_UNSUPPORTED(o, write);
-		VERBS_UNSUPPORTED(o, writev);
-		VERBS_UNSUPPORTED(o, writemsg);
-		VERBS_UNSUPPORTED(o, inject);
-		VERBS_UNSUPPORTED(o, readwrite);
-		VERBS_UNSUPPORTED(o, readwritev);
-		VERBS_UNSUPPORTED(o, readwritemsg);
-		VERBS_UNSUPPORTED(o, compwrite);
-		VERBS_UNSUPPORTED(o, compwritev);
-		VERBS_UNSUPPORTED(o, compwritemsg);
-		VERBS_UNSUPPORTED(o, writevalid);
-		VERBS_UNSUPPORTED(o, readwritevalid);
-		VERBS_UNSUPPORTED(o, compwritevalid);
-		return o;
-	}();
-	return &ops;
-}
-
-struct fi_ops_collective *ep_collective_ops()
-{
-	static struct fi_ops_collective ops = [] {
-		struct fi_ops_collective o {};
-		o.size = sizeof(o);
-		VERBS_UNSUPPORTED(o, barrier);
-		VERBS_UNSUPPORTED(o, broadcast);
-		VERBS_UNSUPPORTED(o, alltoall);
-		VERBS_UNSUPPORTED(o, allreduce);
-		VERBS_UNSUPPORTED(o, allgather);
-		VERBS_UNSUPPORTED(o, reduce_scatter);
-		VERBS_UNSUPPORTED(o, reduce);
-		VERBS_UNSUPPORTED(o, scatter);
-		VERBS_UNSUPPORTED(o, gather);
-		VERBS_UNSUPPORTED(o, msg);
-		return o;
-	}();
-	return &ops;
-}
-
-namespace {
 
 size_t clamp_size(size_t wanted, size_t fallback, size_t device_max)
 {
@@ -184,10 +28,52 @@ size_t clamp_size(size_t wanted, size_t fallback, size_t device_max)
 
 } // namespace
 
-VerbsEndpoint::VerbsEndpoint(VerbsDomain *domain, size_t tx_size, size_t rx_size)
-	: domain_(domain), tx_size_(tx_size), rx_size_(rx_size), tx_pool_(tx_size, this, false),
-	  rx_pool_(rx_size, this, true)
+using Ep = VerbsEndpoint;
+static_assert(util::implemented(util::make_fi_ops<Ep>().close));
+static_assert(util::implemented(util::make_fi_ops<Ep>().bind));
+static_assert(util::implemented(util::make_fi_ops<Ep>().control));
+static_assert(util::implemented(util::make_ep_ops<Ep>().getopt));
+static_assert(util::implemented(util::make_ep_ops<Ep>().setopt));
+static_assert(util::implemented(util::make_ep_ops<Ep>().rx_size_left));
+static_assert(util::implemented(util::make_ep_ops<Ep>().tx_size_left));
+static_assert(util::implemented(util::make_cm_ops<Ep>().setname));
+static_assert(util::implemented(util::make_cm_ops<Ep>().getname));
+static_assert(util::implemented(util::make_cm_ops<Ep>().getpeer));
+static_assert(util::implemented(util::make_cm_ops<Ep>().connect));
+static_assert(util::implemented(util::make_cm_ops<Ep>().accept));
+static_assert(util::implemented(util::make_cm_ops<Ep>().shutdown));
+static_assert(util::implemented(util::make_msg_ops<Ep>().recv));
+static_assert(util::implemented(util::make_msg_ops<Ep>().recvv));
+static_assert(util::implemented(util::make_msg_ops<Ep>().recvmsg));
+static_assert(util::implemented(util::make_msg_ops<Ep>().send));
+static_assert(util::implemented(util::make_msg_ops<Ep>().sendv));
+static_assert(util::implemented(util::make_msg_ops<Ep>().sendmsg));
+static_assert(util::implemented(util::make_msg_ops<Ep>().inject));
+static_assert(util::implemented(util::make_msg_ops<Ep>().senddata));
+static_assert(util::implemented(util::make_msg_ops<Ep>().injectdata));
+static_assert(util::implemented(util::make_rma_ops<Ep>().read));
+static_assert(util::implemented(util::make_rma_ops<Ep>().readv));
+static_assert(util::implemented(util::make_rma_ops<Ep>().readmsg));
+static_assert(util::implemented(util::make_rma_ops<Ep>().write));
+static_assert(util::implemented(util::make_rma_ops<Ep>().writev));
+static_assert(util::implemented(util::make_rma_ops<Ep>().writemsg));
+static_assert(util::implemented(util::make_rma_ops<Ep>().inject));
+static_assert(util::implemented(util::make_rma_ops<Ep>().writedata));
+static_assert(util::implemented(util::make_rma_ops<Ep>().injectdata));
+
+VerbsEndpoint::VerbsEndpoint(VerbsDomain *domain, size_t tx_size, size_t rx_size, void *context)
+	: util::FidObject(embedded_fid, FI_CLASS_EP, context), domain_(domain), tx_size_(tx_size),
+	  rx_size_(rx_size), tx_pool_(tx_size, this, false), rx_pool_(rx_size, this, true)
 {
+	fid_ep &pub = embedded_fid.pub;
+	pub.fid.ops = util::ops_ptr<Ep, util::make_fi_ops<Ep>>();
+	pub.ops = util::ops_ptr<Ep, util::make_ep_ops<Ep>>();
+	pub.cm = util::ops_ptr<Ep, util::make_cm_ops<Ep>>();
+	pub.msg = util::ops_ptr<Ep, util::make_msg_ops<Ep>>();
+	pub.rma = util::ops_ptr<Ep, util::make_rma_ops<Ep>>();
+	pub.tagged = util::ops_ptr<Ep, util::make_tagged_ops<Ep>>();
+	pub.atomic = util::ops_ptr<Ep, util::make_atomic_ops<Ep>>();
+	pub.collective = util::ops_ptr<Ep, util::make_collective_ops<Ep>>();
 	pending_recvs_.reserve(rx_size);
 }
 
@@ -200,7 +86,7 @@ int VerbsEndpoint::open(VerbsDomain *domain, struct fi_info *info, struct fid_ep
 		return -FI_EINVAL;
 	VerbsConnRequest *request = nullptr;
 	if (info->handle) {
-		request = VerbsConnRequest::from_fid(info->handle);
+		request = util::fid_cast<VerbsConnRequest>(info->handle, FI_CLASS_CONNREQ);
 		if (!request)
 			return -FI_EINVAL;
 	}
@@ -210,15 +96,7 @@ int VerbsEndpoint::open(VerbsDomain *domain, struct fi_info *info, struct fid_ep
 				    static_cast<size_t>(dev.max_qp_wr));
 	size_t rx_size = clamp_size(info->rx_attr ? info->rx_attr->size : 0, p.rx_size,
 				    static_cast<size_t>(dev.max_qp_wr));
-	auto *self = new VerbsEndpoint(domain, tx_size, rx_size);
-	self->fid_.init(self, FI_CLASS_EP, context, ep_fi_ops());
-	self->fid_.pub.ops = ep_ops();
-	self->fid_.pub.cm = ep_cm_ops();
-	self->fid_.pub.msg = ep_msg_ops();
-	self->fid_.pub.rma = ep_rma_ops();
-	self->fid_.pub.tagged = ep_tagged_ops();
-	self->fid_.pub.atomic = ep_atomic_ops();
-	self->fid_.pub.collective = ep_collective_ops();
+	auto *self = new VerbsEndpoint(domain, tx_size, rx_size, context);
 	size_t max_sge = std::min(kMaxSge, static_cast<size_t>(dev.max_sge));
 	self->tx_iov_limit_ = clamp_size(info->tx_attr ? info->tx_attr->iov_limit : 0,
 					 p.tx_iov_limit, max_sge);
@@ -253,8 +131,8 @@ int VerbsEndpoint::open(VerbsDomain *domain, struct fi_info *info, struct fid_ep
 			return -FI_EINVAL;
 		}
 	}
-	domain->children++;
-	*ep = &self->fid_.pub;
+	domain->ref();
+	*ep = &self->embedded_fid.pub;
 	return 0;
 }
 
@@ -329,15 +207,16 @@ int VerbsEndpoint::close()
 		}
 	}
 	if (tx_cq_)
-		tx_cq_->bound_endpoints--;
+		tx_cq_->unref();
 	if (rx_cq_)
-		rx_cq_->bound_endpoints--;
+		rx_cq_->unref();
 	if (eq_)
-		eq_->bound_endpoints--;
+		eq_->unref();
 	if (srx_)
-		srx_->bound_endpoints--;
-	domain_->children--;
-	fid_.invalidate();
+		srx_->unref();
+	domain_->unref();
+	// The object may have to outlive this call (above): refuse the fid from now on either way.
+	retire_fid();
 	if (tx_pool_.in_use() + rx_pool_.in_use() == 0)
 		delete this;
 	return 0;
@@ -348,17 +227,17 @@ int VerbsEndpoint::bind(struct fid *bfid, uint64_t flags)
 	std::lock_guard<std::mutex> guard(lock_);
 	if (enabled_)
 		return -FI_EOPBADSTATE;
-	if (VerbsEventQueue *eq = VerbsEventQueue::from_fid(bfid)) {
+	if (auto *eq = util::fid_cast<VerbsEventQueue>(bfid, FI_CLASS_EQ)) {
 		if (eq_)
 			return -FI_EINVAL;
 		// An accepted id still delivers its events to the listener's channel.
 		if (id_ && id_->channel != eq->channel() && rdma_migrate_id(id_, eq->channel()))
 			return -errno;
 		eq_ = eq;
-		eq_->bound_endpoints++;
+		eq_->ref();
 		return 0;
 	}
-	if (VerbsCompletionQueue *cq = VerbsCompletionQueue::from_fid(bfid)) {
+	if (auto *cq = util::fid_cast<VerbsCompletionQueue>(bfid, FI_CLASS_CQ)) {
 		constexpr uint64_t kCqBindFlags = FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION;
 		if ((flags & ~kCqBindFlags) || !(flags & (FI_TRANSMIT | FI_RECV)))
 			return -FI_EBADFLAGS;
@@ -367,20 +246,20 @@ int VerbsEndpoint::bind(struct fid *bfid, uint64_t flags)
 		if (flags & FI_TRANSMIT) {
 			tx_cq_ = cq;
 			tx_selective_ = flags & FI_SELECTIVE_COMPLETION;
-			cq->bound_endpoints++;
+			cq->ref();
 		}
 		if (flags & FI_RECV) {
 			rx_cq_ = cq;
 			rx_selective_ = flags & FI_SELECTIVE_COMPLETION;
-			cq->bound_endpoints++;
+			cq->ref();
 		}
 		return 0;
 	}
-	if (VerbsSharedRx *srx = VerbsSharedRx::from_fid(bfid)) {
+	if (auto *srx = util::fid_cast<VerbsSharedRx>(bfid, FI_CLASS_SRX_CTX)) {
 		if (srx_ || srx->domain() != domain_ || !pending_recvs_.empty())
 			return -FI_EINVAL;
 		srx_ = srx;
-		srx_->bound_endpoints++;
+		srx_->ref();
 		return 0;
 	}
 	if (!bfid)

@@ -20,8 +20,8 @@
 #include <rdma/rdma_cma.h>
 
 #include "prov/verbs/verbs_eq.h"
-#include "prov/verbs/verbs_fid.h"
 #include "prov/verbs/verbs_request.h"
+#include "prov/util/fid_object.h"
 
 struct ofi_flow_ctrl_ops;
 
@@ -32,18 +32,13 @@ class VerbsCompletionQueue;
 
 class VerbsSharedRx;
 
-// Ops tables whose every entry returns -FI_ENOSYS (verbs has no tagged, atomic or collective
-// operations), for endpoints and shared receive contexts alike.
-struct fi_ops_tagged *ep_tagged_ops();
-struct fi_ops_atomic *ep_atomic_ops();
-struct fi_ops_collective *ep_collective_ops();
-
-class VerbsEndpoint : public CmEventTarget, public RequestOwner {
+// Holds a reference on its domain and on the EQ, CQs and shared receive context it is bound
+// to. Tagged, atomic and collective entries (not defined here) return -FI_ENOSYS.
+class VerbsEndpoint : public util::FidStorage<fid_ep>, public util::FidObject,
+		      public CmEventTarget, public RequestOwner {
 public:
-	static constexpr uint32_t kTag = 0x76657020; // "vep "
 	static int open(VerbsDomain *domain, struct fi_info *info, struct fid_ep **ep,
 			void *context);
-	static VerbsEndpoint *from_fid(const void *fid) { return Holder::recover(fid); }
 
 	// Completions of a closing endpoint are dropped instead of reported.
 	bool closing() const override { return closing_.load(); }
@@ -59,7 +54,7 @@ public:
 	ssize_t flow_ctrl_credits();
 
 	// fi_ops
-	int close();
+	int close() override;
 	int bind(struct fid *bfid, uint64_t flags);
 	int control(int command, void *arg);
 	// fi_ops_ep
@@ -107,7 +102,6 @@ public:
 				 uint64_t addr, uint64_t key);
 
 private:
-	using Holder = FidHolder<struct fid_ep, VerbsEndpoint>;
 	enum class State { Idle, Resolving, Connecting, Accepting, Connected, Shutdown, Failed };
 
 	// One transmit work request, described independently of the API form that asked.
@@ -124,7 +118,7 @@ private:
 		uint64_t comp_flags = 0;    // flags of the completion entry
 	};
 
-	VerbsEndpoint(VerbsDomain *domain, size_t tx_size, size_t rx_size);
+	VerbsEndpoint(VerbsDomain *domain, size_t tx_size, size_t rx_size, void *context);
 	~VerbsEndpoint() override;
 	int enable_locked();
 	int create_qp_locked();
@@ -140,7 +134,6 @@ private:
 	ssize_t post_send(const SendRequest &request);
 	int lkey_for(const struct iovec &iov, void *desc, uint32_t *lkey) const;
 
-	Holder fid_;
 	VerbsDomain *domain_;
 	struct fi_info *info_ = nullptr;
 	VerbsEventQueue *eq_ = nullptr;

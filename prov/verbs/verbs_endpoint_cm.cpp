@@ -156,7 +156,7 @@ void VerbsEndpoint::fail_connection_locked(VerbsEventQueue &eq, int err, int pro
 					   std::vector<uint8_t> data)
 {
 	state_ = State::Failed;
-	eq.push_error(&fid_.pub.fid, err, prov_errno, std::move(data));
+	eq.push_error(fid(), err, prov_errno, std::move(data));
 }
 
 void VerbsEndpoint::on_route_resolved_locked(VerbsEventQueue &eq)
@@ -194,7 +194,7 @@ void VerbsEndpoint::answer_peer_disconnect_locked(VerbsEventQueue &eq)
 	rdma_disconnect(id_);
 	if (!shutdown_reported_) {
 		shutdown_reported_ = true;
-		eq.push_cm_entry(FI_SHUTDOWN, &fid_.pub.fid, nullptr, {});
+		eq.push_cm_entry(FI_SHUTDOWN, fid(), nullptr, {});
 	}
 }
 
@@ -280,7 +280,7 @@ void VerbsEndpoint::on_cm_event(const struct rdma_cm_event &event, VerbsEventQue
 		if (qp_ && ibv_modify_qp(qp_, &attr, IBV_QP_MIN_RNR_TIMER))
 			VERBS_INFO(FI_LOG_EP_CTRL, "could not set the minimum RNR timer\n");
 		state_ = State::Connected;
-		eq.push_cm_entry(FI_CONNECTED, &fid_.pub.fid, nullptr, *data);
+		eq.push_cm_entry(FI_CONNECTED, fid(), nullptr, *data);
 		break;
 	}
 	case RDMA_CM_EVENT_REJECTED: {

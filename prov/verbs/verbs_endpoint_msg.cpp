@@ -6,6 +6,7 @@
 #include "prov/verbs/verbs_cq.h"
 #include "prov/verbs/verbs_domain.h"
 #include "prov/verbs/verbs_endpoint.h"
+#include "prov/util/ops_tables.h"
 #include "prov/verbs/verbs_mr.h"
 #include "prov/util/flow_ctrl_ops.h"
 
@@ -171,17 +172,36 @@ bool VerbsEndpoint::take_peer_credit()
 	return true;
 }
 
+namespace {
+
+// The endpoint comes from the caller of an ops extension, not from a table installed on it:
+// recover it with a checked cast (another provider's endpoint gives -FI_EINVAL).
+VerbsEndpoint *flow_ctrl_endpoint(struct fid_ep *ep) noexcept
+{
+	return util::fid_cast_exact<VerbsEndpoint>(ep ? &ep->fid : nullptr);
+}
+
+struct ofi_flow_ctrl_ops flow_ctrl_table = {
+	sizeof(struct ofi_flow_ctrl_ops),
+	[](struct fid_ep *ep, uint64_t credits) noexcept {
+		VerbsEndpoint *e = flow_ctrl_endpoint(ep);
+		return e ? e->flow_ctrl_enable(credits) : -FI_EINVAL;
+	},
+	[](struct fid_ep *ep, uint64_t credits) noexcept {
+		VerbsEndpoint *e = flow_ctrl_endpoint(ep);
+		return e ? e->flow_ctrl_add_credits(credits) : -FI_EINVAL;
+	},
+	[](struct fid_ep *ep) noexcept {
+		VerbsEndpoint *e = flow_ctrl_endpoint(ep);
+		return e ? e->flow_ctrl_credits() : static_cast<ssize_t>(-FI_EINVAL);
+	},
+};
+
+} // namespace
+
 struct ofi_flow_ctrl_ops *VerbsEndpoint::flow_ctrl_ops()
 {
-	static struct ofi_flow_ctrl_ops ops = [] {
-		struct ofi_flow_ctrl_ops o {};
-		o.size = sizeof(o);
-		o.enable = Op<&VerbsEndpoint::flow_ctrl_enable>::call;
-		o.add_credits = Op<&VerbsEndpoint::flow_ctrl_add_credits>::call;
-		o.credits = Op<&VerbsEndpoint::flow_ctrl_credits>::call;
-		return o;
-	}();
-	return &ops;
+	return &flow_ctrl_table;
 }
 
 int VerbsEndpoint::flow_ctrl_enable(uint64_t credits)

@@ -13,42 +13,25 @@
 
 #include "prov/verbs/verbs_fabric.h"
 #include "prov/verbs/verbs_provider.h"
+#include "prov/util/ops_tables.h"
 
 namespace verbs {
-namespace {
 
-struct fi_ops *eq_fi_ops()
+static_assert(util::implemented(util::make_fi_ops<VerbsEventQueue>().close));
+static_assert(util::implemented(util::make_fi_ops<VerbsEventQueue>().control));
+static_assert(util::implemented(util::make_eq_ops<VerbsEventQueue>().read));
+static_assert(util::implemented(util::make_eq_ops<VerbsEventQueue>().readerr));
+static_assert(util::implemented(util::make_eq_ops<VerbsEventQueue>().write));
+static_assert(util::implemented(util::make_eq_ops<VerbsEventQueue>().sread));
+static_assert(util::implemented(util::make_eq_ops<VerbsEventQueue>().strerror));
+
+VerbsEventQueue::VerbsEventQueue(VerbsFabric *fabric, void *context)
+	: util::FidObject(embedded_fid, FI_CLASS_EQ, context), fabric_(fabric)
 {
-	static struct fi_ops ops = [] {
-		struct fi_ops o {};
-		o.size = sizeof(o);
-		o.close = Op<&VerbsEventQueue::close>::call;
-		VERBS_UNSUPPORTED(o, bind);
-		o.control = Op<&VerbsEventQueue::control>::call;
-		VERBS_UNSUPPORTED(o, ops_open);
-		VERBS_UNSUPPORTED(o, tostr);
-		VERBS_UNSUPPORTED(o, ops_set);
-		return o;
-	}();
-	return &ops;
+	embedded_fid.pub.fid.ops =
+		util::ops_ptr<VerbsEventQueue, util::make_fi_ops<VerbsEventQueue>>();
+	embedded_fid.pub.ops = util::ops_ptr<VerbsEventQueue, util::make_eq_ops<VerbsEventQueue>>();
 }
-
-struct fi_ops_eq *eq_ops()
-{
-	static struct fi_ops_eq ops = [] {
-		struct fi_ops_eq o {};
-		o.size = sizeof(o);
-		o.read = Op<&VerbsEventQueue::read>::call;
-		o.readerr = Op<&VerbsEventQueue::readerr>::call;
-		o.write = Op<&VerbsEventQueue::write>::call;
-		o.sread = Op<&VerbsEventQueue::sread>::call;
-		o.strerror = Op<&VerbsEventQueue::strerror>::call;
-		return o;
-	}();
-	return &ops;
-}
-
-} // namespace
 
 int VerbsEventQueue::open(VerbsFabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq,
 			  void *context)
@@ -63,10 +46,7 @@ int VerbsEventQueue::open(VerbsFabric *fabric, struct fi_eq_attr *attr, struct f
 	default:
 		return -FI_ENOSYS;
 	}
-	auto *self = new VerbsEventQueue();
-	self->fabric_ = fabric;
-	self->fid_.init(self, FI_CLASS_EQ, context, eq_fi_ops());
-	self->fid_.pub.ops = eq_ops();
+	auto *self = new VerbsEventQueue(fabric, context);
 	self->channel_ = rdma_create_event_channel();
 	self->ready_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	self->wait_fd_ = epoll_create1(EPOLL_CLOEXEC);
@@ -88,8 +68,8 @@ int VerbsEventQueue::open(VerbsFabric *fabric, struct fi_eq_attr *attr, struct f
 		delete self;
 		return -FI_ENODEV;
 	}
-	fabric->children++;
-	*eq = &self->fid_.pub;
+	fabric->ref();
+	*eq = &self->embedded_fid.pub;
 	return 0;
 }
 
@@ -109,12 +89,10 @@ VerbsEventQueue::~VerbsEventQueue()
 
 int VerbsEventQueue::close()
 {
-	if (bound_endpoints.load() > 0)
+	if (busy())
 		return -FI_EBUSY;
-	fabric_->children--;
-	fid_.invalidate();
-	delete this;
-	return 0;
+	fabric_->unref();
+	return util::FidObject::close();
 }
 
 int VerbsEventQueue::control(int command, void *arg)

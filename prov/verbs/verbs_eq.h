@@ -4,7 +4,6 @@
 #ifndef OFI_PROV_VERBS_EQ_H
 #define OFI_PROV_VERBS_EQ_H
 
-#include <atomic>
 #include <chrono>
 #include <deque>
 #include <mutex>
@@ -13,7 +12,7 @@
 #include <rdma/fi_eq.h>
 #include <rdma/rdma_cma.h>
 
-#include "prov/verbs/verbs_fid.h"
+#include "prov/util/fid_object.h"
 
 namespace verbs {
 
@@ -37,19 +36,17 @@ public:
 	virtual std::chrono::steady_clock::time_point deadline() const { return {}; }
 };
 
-class VerbsEventQueue {
+// Endpoints and passive endpoints bound to the EQ hold a reference (util::FidObject::ref):
+// it cannot close under them.
+class VerbsEventQueue : public util::FidStorage<fid_eq>, public util::FidObject {
 public:
-	static constexpr uint32_t kTag = 0x76657120; // "veq "
 	static int open(VerbsFabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq,
 			void *context);
-	static VerbsEventQueue *from_fid(const void *fid) { return Holder::recover(fid); }
 
 	struct rdma_event_channel *channel() const { return channel_; }
 	VerbsFabric *fabric() const { return fabric_; }
-	// Endpoints and passive endpoints bound to this EQ: it cannot close under them.
-	std::atomic<int> bound_endpoints{0};
 
-	int close();
+	int close() override;
 	int control(int command, void *arg);
 	ssize_t read(uint32_t *event, void *buf, size_t len, uint64_t flags);
 	ssize_t readerr(struct fi_eq_err_entry *entry, uint64_t flags);
@@ -71,7 +68,6 @@ public:
 	void forget(CmEventTarget *target);
 
 private:
-	using Holder = FidHolder<struct fid_eq, VerbsEventQueue>;
 	struct Entry {
 		uint32_t event = 0;
 		bool is_error = false;
@@ -80,16 +76,15 @@ private:
 		std::vector<uint8_t> err_data;
 		struct fi_info *info = nullptr;   // FI_CONNREQ: owned until read
 	};
-	VerbsEventQueue() = default;
-	~VerbsEventQueue();
+	VerbsEventQueue(VerbsFabric *fabric, void *context);
+	~VerbsEventQueue() override;
 	void process_cm_events_locked();
 	ssize_t read_locked(uint32_t *event, void *buf, size_t len, uint64_t flags);
 	void update_ready_fd_locked();
 	void settle_deferred_locked();
 	void arm_deferred_timer_locked();
 
-	Holder fid_;
-	VerbsFabric *fabric_ = nullptr;
+	VerbsFabric *fabric_;
 	struct rdma_event_channel *channel_ = nullptr;
 	int ready_fd_ = -1;   // eventfd, readable while entries are queued
 	int wait_fd_ = -1;    // epoll over the channel fd, ready_fd_ and timer_fd_: the app's wait fd

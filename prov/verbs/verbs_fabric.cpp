@@ -7,43 +7,22 @@
 #include "prov/verbs/verbs_eq.h"
 #include "prov/verbs/verbs_pep.h"
 #include "prov/verbs/verbs_provider.h"
+#include "prov/util/ops_tables.h"
 
 namespace verbs {
-namespace {
 
-struct fi_ops *fabric_fi_ops()
+static_assert(util::implemented(util::make_fi_ops<VerbsFabric>().close));
+static_assert(util::implemented(util::make_fabric_ops<VerbsFabric>().domain));
+static_assert(util::implemented(util::make_fabric_ops<VerbsFabric>().domain2));
+static_assert(util::implemented(util::make_fabric_ops<VerbsFabric>().passive_ep));
+static_assert(util::implemented(util::make_fabric_ops<VerbsFabric>().eq_open));
+static_assert(util::implemented(util::make_fabric_ops<VerbsFabric>().trywait));
+
+VerbsFabric::VerbsFabric(void *context) : util::FidObject(embedded_fid, FI_CLASS_FABRIC, context)
 {
-	static struct fi_ops ops = [] {
-		struct fi_ops o {};
-		o.size = sizeof(o);
-		o.close = Op<&VerbsFabric::close>::call;
-		VERBS_UNSUPPORTED(o, bind);
-		VERBS_UNSUPPORTED(o, control);
-		VERBS_UNSUPPORTED(o, ops_open);
-		VERBS_UNSUPPORTED(o, tostr);
-		VERBS_UNSUPPORTED(o, ops_set);
-		return o;
-	}();
-	return &ops;
+	embedded_fid.pub.fid.ops = util::ops_ptr<VerbsFabric, util::make_fi_ops<VerbsFabric>>();
+	embedded_fid.pub.ops = util::ops_ptr<VerbsFabric, util::make_fabric_ops<VerbsFabric>>();
 }
-
-struct fi_ops_fabric *fabric_ops()
-{
-	static struct fi_ops_fabric ops = [] {
-		struct fi_ops_fabric o {};
-		o.size = sizeof(o);
-		o.domain = Op<&VerbsFabric::domain>::call;
-		o.passive_ep = Op<&VerbsFabric::passive_ep>::call;
-		o.eq_open = Op<&VerbsFabric::eq_open>::call;
-		VERBS_UNSUPPORTED(o, wait_open);
-		o.trywait = Op<&VerbsFabric::trywait>::call;
-		o.domain2 = Op<&VerbsFabric::domain2>::call;
-		return o;
-	}();
-	return &ops;
-}
-
-} // namespace
 
 int VerbsFabric::open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context)
 {
@@ -53,21 +32,10 @@ int VerbsFabric::open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, v
 		return -FI_EINVAL;
 	if (attr->name && std::strncmp(attr->name, "IB-0x", 5) != 0)
 		return -FI_ENODATA;
-	auto *self = new VerbsFabric();
-	self->fid_.init(self, FI_CLASS_FABRIC, context, fabric_fi_ops());
-	self->fid_.pub.ops = fabric_ops();
-	self->fid_.pub.api_version = attr->api_version ? attr->api_version : FI_VERSION(1, 17);
+	auto *self = new VerbsFabric(context);
+	self->embedded_fid.pub.api_version = attr->api_version ? attr->api_version : FI_VERSION(1, 17);
 	self->name_ = attr->name ? attr->name : "";
-	*fabric = &self->fid_.pub;
-	return 0;
-}
-
-int VerbsFabric::close()
-{
-	if (children.load() > 0)
-		return -FI_EBUSY;
-	fid_.invalidate();
-	delete this;
+	*fabric = self->fabric_fid();
 	return 0;
 }
 
@@ -100,9 +68,9 @@ int VerbsFabric::trywait(struct fid **fids, int count)
 		return -FI_EINVAL;
 	for (int i = 0; i < count; i++) {
 		int ret;
-		if (VerbsCompletionQueue *cq = VerbsCompletionQueue::from_fid(fids[i]))
+		if (auto *cq = util::fid_cast<VerbsCompletionQueue>(fids[i], FI_CLASS_CQ))
 			ret = cq->trywait();
-		else if (VerbsEventQueue *eq = VerbsEventQueue::from_fid(fids[i]))
+		else if (auto *eq = util::fid_cast<VerbsEventQueue>(fids[i], FI_CLASS_EQ))
 			ret = eq->trywait();
 		else
 			return -FI_EINVAL;

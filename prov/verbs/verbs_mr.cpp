@@ -4,6 +4,7 @@
 
 #include "prov/verbs/verbs_domain.h"
 #include "prov/verbs/verbs_provider.h"
+#include "prov/util/ops_tables.h"
 
 namespace verbs {
 namespace {
@@ -11,23 +12,24 @@ namespace {
 constexpr uint64_t kAllAccess = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |
 				FI_REMOTE_WRITE;
 
-struct fi_ops *mr_fi_ops()
+} // namespace
+
+static_assert(util::implemented(util::make_fi_ops<VerbsMemoryRegion>().close));
+
+VerbsMemoryRegion::VerbsMemoryRegion(VerbsDomain *domain, struct ibv_mr *mr, void *context)
+	: util::FidObject(embedded_fid, FI_CLASS_MR, context), domain_(domain), mr_(mr)
 {
-	static struct fi_ops ops = [] {
-		struct fi_ops o {};
-		o.size = sizeof(o);
-		o.close = Op<&VerbsMemoryRegion::close>::call;
-		VERBS_UNSUPPORTED(o, bind);
-		VERBS_UNSUPPORTED(o, control);
-		VERBS_UNSUPPORTED(o, ops_open);
-		VERBS_UNSUPPORTED(o, tostr);
-		VERBS_UNSUPPORTED(o, ops_set);
-		return o;
-	}();
-	return &ops;
+	embedded_fid.pub.fid.ops =
+		util::ops_ptr<VerbsMemoryRegion, util::make_fi_ops<VerbsMemoryRegion>>();
+	embedded_fid.pub.mem_desc = &embedded_fid.pub;
+	embedded_fid.pub.key = mr->rkey;
 }
 
-} // namespace
+VerbsMemoryRegion *VerbsMemoryRegion::from_desc(const void *desc)
+{
+	// Every send and receive looks its descriptor up: no RTTI walk there.
+	return util::fid_cast_exact<VerbsMemoryRegion>(static_cast<const struct fid *>(desc));
+}
 
 int VerbsMemoryRegion::ibv_access_for(uint64_t access)
 {
@@ -72,18 +74,13 @@ int VerbsMemoryRegion::open(VerbsDomain *domain, const struct fi_mr_attr *attr, 
 			   strerror(err));
 		return -err;
 	}
-	auto *self = new (std::nothrow) VerbsMemoryRegion();
+	auto *self = new (std::nothrow) VerbsMemoryRegion(domain, ibv, attr->context);
 	if (!self) {
 		ibv_dereg_mr(ibv);
 		return -FI_ENOMEM;
 	}
-	self->domain_ = domain;
-	self->mr_ = ibv;
-	self->fid_.init(self, FI_CLASS_MR, attr->context, mr_fi_ops());
-	self->fid_.pub.mem_desc = &self->fid_;
-	self->fid_.pub.key = ibv->rkey;
-	domain->children++;
-	*mr = &self->fid_.pub;
+	domain->ref();
+	*mr = &self->embedded_fid.pub;
 	return 0;
 }
 
@@ -99,10 +96,8 @@ int VerbsMemoryRegion::close()
 	int ret = ibv_dereg_mr(mr_);
 	if (ret)
 		return -ret;
-	domain_->children--;
-	fid_.invalidate();
-	delete this;
-	return 0;
+	domain_->unref();
+	return util::FidObject::close();
 }
 
 } // namespace verbs

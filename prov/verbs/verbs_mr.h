@@ -6,20 +6,20 @@
 #include <infiniband/verbs.h>
 #include <rdma/fi_domain.h>
 
-#include "prov/verbs/verbs_fid.h"
+#include "prov/util/fid_object.h"
 
 namespace verbs {
 
 class VerbsDomain;
 
-class VerbsMemoryRegion {
+class VerbsMemoryRegion : public util::FidStorage<fid_mr>, public util::FidObject {
 public:
-	static constexpr uint32_t kTag = 0x766d7267; // "vmrg"
 	static int open(VerbsDomain *domain, const struct fi_mr_attr *attr, uint64_t flags,
 			struct fid_mr **mr);
-	static VerbsMemoryRegion *from_fid(const void *fid) { return Holder::recover(fid); }
-	// desc values handed to data calls are fi_mr_desc() results, i.e. this holder.
-	static VerbsMemoryRegion *from_desc(const void *desc) { return Holder::recover(desc); }
+	// desc values handed to data calls are fi_mr_desc() results, i.e. this region's fid;
+	// nullptr for anything else (another provider's descriptor, a closed region, garbage
+	// that happens to be readable).
+	static VerbsMemoryRegion *from_desc(const void *desc);
 
 	// The ibv access flags a set of FI_* access bits needs; 0 access means all of them.
 	static int ibv_access_for(uint64_t access);
@@ -29,14 +29,12 @@ public:
 	// Whether [addr, addr+len) lies inside the registration.
 	bool covers(const void *addr, size_t len) const;
 
-	int close();
+	int close() override;
 
 private:
-	using Holder = FidHolder<struct fid_mr, VerbsMemoryRegion>;
-	VerbsMemoryRegion() = default;
-	Holder fid_;
-	VerbsDomain *domain_ = nullptr;
-	struct ibv_mr *mr_ = nullptr;
+	VerbsMemoryRegion(VerbsDomain *domain, struct ibv_mr *mr, void *context);
+	VerbsDomain *domain_;
+	struct ibv_mr *mr_;
 };
 
 } // namespace verbs

@@ -7,63 +7,12 @@
 #include "prov/verbs/verbs_cm_data.h"
 #include "prov/verbs/verbs_fabric.h"
 #include "prov/verbs/verbs_provider.h"
+#include "prov/util/ops_tables.h"
 
 namespace verbs {
 namespace {
 
 constexpr int kListenBacklog = 128;
-
-struct fi_ops *pep_fi_ops()
-{
-	static struct fi_ops ops = [] {
-		struct fi_ops o {};
-		o.size = sizeof(o);
-		o.close = Op<&VerbsPassiveEndpoint::close>::call;
-		o.bind = Op<&VerbsPassiveEndpoint::bind>::call;
-		o.control = Op<&VerbsPassiveEndpoint::control>::call;
-		VERBS_UNSUPPORTED(o, ops_open);
-		VERBS_UNSUPPORTED(o, tostr);
-		VERBS_UNSUPPORTED(o, ops_set);
-		return o;
-	}();
-	return &ops;
-}
-
-struct fi_ops_ep *pep_ep_ops()
-{
-	static struct fi_ops_ep ops = [] {
-		struct fi_ops_ep o {};
-		o.size = sizeof(o);
-		VERBS_UNSUPPORTED(o, cancel);
-		o.getopt = Op<&VerbsPassiveEndpoint::getopt>::call;
-		o.setopt = Op<&VerbsPassiveEndpoint::setopt>::call;
-		VERBS_UNSUPPORTED(o, tx_ctx);
-		VERBS_UNSUPPORTED(o, rx_ctx);
-		VERBS_UNSUPPORTED(o, rx_size_left);
-		VERBS_UNSUPPORTED(o, tx_size_left);
-		return o;
-	}();
-	return &ops;
-}
-
-struct fi_ops_cm *pep_cm_ops()
-{
-	static struct fi_ops_cm ops = [] {
-		struct fi_ops_cm o {};
-		o.size = sizeof(o);
-		o.setname = Op<&VerbsPassiveEndpoint::setname>::call;
-		o.getname = Op<&VerbsPassiveEndpoint::getname>::call;
-		VERBS_UNSUPPORTED(o, getpeer);
-		VERBS_UNSUPPORTED(o, connect);
-		o.listen = Op<&VerbsPassiveEndpoint::listen>::call;
-		VERBS_UNSUPPORTED(o, accept);
-		o.reject = Op<&VerbsPassiveEndpoint::reject>::call;
-		VERBS_UNSUPPORTED(o, shutdown);
-		VERBS_UNSUPPORTED(o, join);
-		return o;
-	}();
-	return &ops;
-}
 
 void *dup_sockaddr(const struct sockaddr *sa, size_t *len)
 {
@@ -95,17 +44,15 @@ int copy_out_address(const struct sockaddr *sa, void *addr, size_t *addrlen)
 
 VerbsConnRequest::VerbsConnRequest(struct rdma_cm_id *id, uint8_t responder_resources,
 				   uint8_t initiator_depth)
-	: id_(id), responder_resources_(responder_resources), initiator_depth_(initiator_depth)
+	: util::FidObject(embedded_fid, FI_CLASS_CONNREQ, nullptr), id_(id),
+	  responder_resources_(responder_resources), initiator_depth_(initiator_depth)
 {
-	fid_.owner = this;
-	fid_.pub.fclass = FI_CLASS_CONNREQ;
 	id->context = static_cast<CmEventTarget *>(this);
 }
 
 struct rdma_cm_id *VerbsConnRequest::take_id()
 {
 	struct rdma_cm_id *id = id_;
-	fid_.invalidate();
 	delete this;
 	return id;
 }
@@ -120,6 +67,25 @@ void VerbsConnRequest::reject(const void *param, size_t paramlen)
 	rdma_destroy_id(take_id());
 }
 
+static_assert(util::implemented(util::make_fi_ops<VerbsPassiveEndpoint>().close));
+static_assert(util::implemented(util::make_fi_ops<VerbsPassiveEndpoint>().bind));
+static_assert(util::implemented(util::make_fi_ops<VerbsPassiveEndpoint>().control));
+static_assert(util::implemented(util::make_ep_ops<VerbsPassiveEndpoint>().getopt));
+static_assert(util::implemented(util::make_ep_ops<VerbsPassiveEndpoint>().setopt));
+static_assert(util::implemented(util::make_cm_ops<VerbsPassiveEndpoint>().setname));
+static_assert(util::implemented(util::make_cm_ops<VerbsPassiveEndpoint>().getname));
+static_assert(util::implemented(util::make_cm_ops<VerbsPassiveEndpoint>().listen));
+static_assert(util::implemented(util::make_cm_ops<VerbsPassiveEndpoint>().reject));
+
+VerbsPassiveEndpoint::VerbsPassiveEndpoint(VerbsFabric *fabric, void *context)
+	: util::FidObject(embedded_fid, FI_CLASS_PEP, context), fabric_(fabric)
+{
+	using Self = VerbsPassiveEndpoint;
+	embedded_fid.pub.fid.ops = util::ops_ptr<Self, util::make_fi_ops<Self>>();
+	embedded_fid.pub.ops = util::ops_ptr<Self, util::make_ep_ops<Self>>();
+	embedded_fid.pub.cm = util::ops_ptr<Self, util::make_cm_ops<Self>>();
+}
+
 int VerbsPassiveEndpoint::open(VerbsFabric *fabric, struct fi_info *info, struct fid_pep **pep,
 			       void *context)
 {
@@ -127,11 +93,7 @@ int VerbsPassiveEndpoint::open(VerbsFabric *fabric, struct fi_info *info, struct
 		return -FI_EINVAL;
 	if (info->src_addr && info->src_addrlen < sizeof(struct sockaddr_in))
 		return -FI_EINVAL;
-	auto *self = new VerbsPassiveEndpoint();
-	self->fabric_ = fabric;
-	self->fid_.init(self, FI_CLASS_PEP, context, pep_fi_ops());
-	self->fid_.pub.ops = pep_ep_ops();
-	self->fid_.pub.cm = pep_cm_ops();
+	auto *self = new VerbsPassiveEndpoint(fabric, context);
 	self->info_ = fi_dupinfo(info);
 	if (!self->info_) {
 		delete self;
@@ -140,8 +102,8 @@ int VerbsPassiveEndpoint::open(VerbsFabric *fabric, struct fi_info *info, struct
 	self->name_.sin_family = AF_INET;
 	if (info->src_addr)
 		std::memcpy(&self->name_, info->src_addr, sizeof(self->name_));
-	fabric->children++;
-	*pep = &self->fid_.pub;
+	fabric->ref();
+	*pep = &self->embedded_fid.pub;
 	return 0;
 }
 
@@ -159,23 +121,21 @@ int VerbsPassiveEndpoint::close()
 		id_ = nullptr;
 	}
 	if (eq_)
-		eq_->bound_endpoints--;
-	fabric_->children--;
-	fid_.invalidate();
-	delete this;
-	return 0;
+		eq_->unref();
+	fabric_->unref();
+	return util::FidObject::close();
 }
 
 int VerbsPassiveEndpoint::bind(struct fid *bfid, uint64_t flags)
 {
 	(void)flags;
-	VerbsEventQueue *eq = VerbsEventQueue::from_fid(bfid);
+	auto *eq = util::fid_cast<VerbsEventQueue>(bfid, FI_CLASS_EQ);
 	if (!eq)
 		return -FI_EINVAL;
 	if (eq_ || id_)
 		return -FI_EOPBADSTATE;
 	eq_ = eq;
-	eq_->bound_endpoints++;
+	eq_->ref();
 	return 0;
 }
 
@@ -243,7 +203,7 @@ int VerbsPassiveEndpoint::listen()
 
 int VerbsPassiveEndpoint::reject(struct fid *handle, const void *param, size_t paramlen)
 {
-	VerbsConnRequest *request = VerbsConnRequest::from_fid(handle);
+	auto *request = util::fid_cast<VerbsConnRequest>(handle, FI_CLASS_CONNREQ);
 	if (!request)
 		return -FI_EINVAL;
 	if (paramlen > kCmDataMax || (paramlen && !param))
@@ -298,7 +258,7 @@ void VerbsPassiveEndpoint::on_cm_event(const struct rdma_cm_event &event, VerbsE
 		}
 		return;
 	}
-	eq.push_cm_entry(FI_CONNREQ, &fid_.pub.fid, info, *data);
+	eq.push_cm_entry(FI_CONNREQ, fid(), info, *data);
 }
 
 } // namespace verbs

@@ -10,7 +10,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "prov/verbs/verbs_eq.h"
-#include "prov/verbs/verbs_fid.h"
+#include "prov/util/fid_object.h"
 
 namespace verbs {
 
@@ -18,12 +18,12 @@ class VerbsFabric;
 
 // A connection request not yet accepted or rejected; owns the new CM id until an
 // endpoint takes it (fi_endpoint with info->handle) or fi_reject destroys it.
-class VerbsConnRequest : public CmEventTarget {
+// Its fid has no ops (as tcp's): the application only hands it back in info->handle.
+class VerbsConnRequest : public util::FidStorage<struct fid>, public util::FidObject,
+			 public CmEventTarget {
 public:
-	static constexpr uint32_t kTag = 0x76637271; // "vcrq"
-	static VerbsConnRequest *from_fid(const void *fid) { return Holder::recover(fid); }
 	VerbsConnRequest(struct rdma_cm_id *id, uint8_t responder_resources, uint8_t initiator_depth);
-	struct fid *handle() { return &fid_.pub; }
+	struct fid *handle() { return fid(); }
 
 	// Hands the CM id to the caller and frees the request.
 	struct rdma_cm_id *take_id();
@@ -34,21 +34,18 @@ public:
 	void on_cm_event(const struct rdma_cm_event &, VerbsEventQueue &) override {}
 
 private:
-	using Holder = FidHolder<struct fid, VerbsConnRequest>;
-	Holder fid_;
 	struct rdma_cm_id *id_;
 	uint8_t responder_resources_;
 	uint8_t initiator_depth_;
 };
 
-class VerbsPassiveEndpoint : public CmEventTarget {
+class VerbsPassiveEndpoint : public util::FidStorage<fid_pep>, public util::FidObject,
+			     public CmEventTarget {
 public:
-	static constexpr uint32_t kTag = 0x76706570; // "vpep"
 	static int open(VerbsFabric *fabric, struct fi_info *info, struct fid_pep **pep,
 			void *context);
-	static VerbsPassiveEndpoint *from_fid(const void *fid) { return Holder::recover(fid); }
 
-	int close();
+	int close() override;
 	int bind(struct fid *bfid, uint64_t flags);
 	int control(int command, void *arg);
 	int getopt(int level, int optname, void *optval, size_t *optlen);
@@ -61,13 +58,11 @@ public:
 	void on_cm_event(const struct rdma_cm_event &event, VerbsEventQueue &eq) override;
 
 private:
-	using Holder = FidHolder<struct fid_pep, VerbsPassiveEndpoint>;
-	VerbsPassiveEndpoint() = default;
+	VerbsPassiveEndpoint(VerbsFabric *fabric, void *context);
 	~VerbsPassiveEndpoint() override;
 	struct fi_info *connreq_info(struct rdma_cm_id *id, VerbsConnRequest *request);
 
-	Holder fid_;
-	VerbsFabric *fabric_ = nullptr;
+	VerbsFabric *fabric_;
 	struct fi_info *info_ = nullptr;
 	VerbsEventQueue *eq_ = nullptr;
 	struct rdma_cm_id *id_ = nullptr;

@@ -11,109 +11,12 @@
 #include "prov/verbs/verbs_endpoint.h"
 #include "prov/verbs/verbs_mr.h"
 #include "prov/verbs/verbs_provider.h"
+#include "prov/util/ops_tables.h"
 
 namespace verbs {
 namespace {
 
 constexpr uint64_t kRecvFlags = FI_COMPLETION | FI_MORE;
-
-int srx_control(struct fid *fid, int command, void *) noexcept
-{
-	if (!VerbsSharedRx::from_fid(fid))
-		return -FI_EINVAL;
-	// Nothing to switch on: the SRQ takes receives from the moment it exists.
-	return command == FI_ENABLE ? 0 : -FI_ENOSYS;
-}
-
-struct fi_ops *srx_fi_ops()
-{
-	static struct fi_ops ops = [] {
-		struct fi_ops o {};
-		o.size = sizeof(o);
-		o.close = Op<&VerbsSharedRx::close>::call;
-		VERBS_UNSUPPORTED(o, bind);
-		o.control = srx_control;
-		VERBS_UNSUPPORTED(o, ops_open);
-		VERBS_UNSUPPORTED(o, tostr);
-		VERBS_UNSUPPORTED(o, ops_set);
-		return o;
-	}();
-	return &ops;
-}
-
-struct fi_ops_ep *srx_ep_ops()
-{
-	static struct fi_ops_ep ops = [] {
-		struct fi_ops_ep o {};
-		o.size = sizeof(o);
-		VERBS_UNSUPPORTED(o, cancel);
-		o.getopt = Op<&VerbsSharedRx::getopt>::call;
-		o.setopt = Op<&VerbsSharedRx::setopt>::call;
-		VERBS_UNSUPPORTED(o, tx_ctx);
-		VERBS_UNSUPPORTED(o, rx_ctx);
-		o.rx_size_left = Op<&VerbsSharedRx::rx_size_left>::call;
-		VERBS_UNSUPPORTED(o, tx_size_left);
-		return o;
-	}();
-	return &ops;
-}
-
-struct fi_ops_msg *srx_msg_ops()
-{
-	static struct fi_ops_msg ops = [] {
-		struct fi_ops_msg o {};
-		o.size = sizeof(o);
-		o.recv = Op<&VerbsSharedRx::recv>::call;
-		o.recvv = Op<&VerbsSharedRx::recvv>::call;
-		o.recvmsg = Op<&VerbsSharedRx::recvmsg>::call;
-		VERBS_UNSUPPORTED(o, send);
-		VERBS_UNSUPPORTED(o, sendv);
-		VERBS_UNSUPPORTED(o, sendmsg);
-		VERBS_UNSUPPORTED(o, inject);
-		VERBS_UNSUPPORTED(o, senddata);
-		VERBS_UNSUPPORTED(o, injectdata);
-		return o;
-	}();
-	return &ops;
-}
-
-struct fi_ops_rma *srx_rma_ops()
-{
-	static struct fi_ops_rma ops = [] {
-		struct fi_ops_rma o {};
-		o.size = sizeof(o);
-		VERBS_UNSUPPORTED(o, read);
-		VERBS_UNSUPPORTED(o, readv);
-		VERBS_UNSUPPORTED(o, readmsg);
-		VERBS_UNSUPPORTED(o, write);
-		VERBS_UNSUPPORTED(o, writev);
-		VERBS_UNSUPPORTED(o, writemsg);
-		VERBS_UNSUPPORTED(o, inject);
-		VERBS_UNSUPPORTED(o, writedata);
-		VERBS_UNSUPPORTED(o, injectdata);
-		return o;
-	}();
-	return &ops;
-}
-
-struct fi_ops_cm *srx_cm_ops()
-{
-	static struct fi_ops_cm ops = [] {
-		struct fi_ops_cm o {};
-		o.size = sizeof(o);
-		VERBS_UNSUPPORTED(o, setname);
-		VERBS_UNSUPPORTED(o, getname);
-		VERBS_UNSUPPORTED(o, getpeer);
-		VERBS_UNSUPPORTED(o, connect);
-		VERBS_UNSUPPORTED(o, listen);
-		VERBS_UNSUPPORTED(o, accept);
-		VERBS_UNSUPPORTED(o, reject);
-		VERBS_UNSUPPORTED(o, shutdown);
-		VERBS_UNSUPPORTED(o, join);
-		return o;
-	}();
-	return &ops;
-}
 
 size_t clamp(size_t wanted, size_t fallback, size_t device_max)
 {
@@ -121,6 +24,31 @@ size_t clamp(size_t wanted, size_t fallback, size_t device_max)
 }
 
 } // namespace
+
+static_assert(util::implemented(util::make_fi_ops<VerbsSharedRx>().close));
+static_assert(util::implemented(util::make_fi_ops<VerbsSharedRx>().control));
+static_assert(util::implemented(util::make_ep_ops<VerbsSharedRx>().getopt));
+static_assert(util::implemented(util::make_ep_ops<VerbsSharedRx>().setopt));
+static_assert(util::implemented(util::make_ep_ops<VerbsSharedRx>().rx_size_left));
+static_assert(util::implemented(util::make_msg_ops<VerbsSharedRx>().recv));
+static_assert(util::implemented(util::make_msg_ops<VerbsSharedRx>().recvv));
+static_assert(util::implemented(util::make_msg_ops<VerbsSharedRx>().recvmsg));
+
+VerbsSharedRx::VerbsSharedRx(VerbsDomain *domain, size_t size, void *context)
+	: util::FidObject(embedded_fid, FI_CLASS_SRX_CTX, context), domain_(domain),
+	  pool_(size, this, true)
+{
+	using Self = VerbsSharedRx;
+	fid_ep &pub = embedded_fid.pub;
+	pub.fid.ops = util::ops_ptr<Self, util::make_fi_ops<Self>>();
+	pub.ops = util::ops_ptr<Self, util::make_ep_ops<Self>>();
+	pub.cm = util::ops_ptr<Self, util::make_cm_ops<Self>>();
+	pub.msg = util::ops_ptr<Self, util::make_msg_ops<Self>>();
+	pub.rma = util::ops_ptr<Self, util::make_rma_ops<Self>>();
+	pub.tagged = util::ops_ptr<Self, util::make_tagged_ops<Self>>();
+	pub.atomic = util::ops_ptr<Self, util::make_atomic_ops<Self>>();
+	pub.collective = util::ops_ptr<Self, util::make_collective_ops<Self>>();
+}
 
 int VerbsSharedRx::open(VerbsDomain *domain, struct fi_rx_attr *attr, struct fid_ep **srx,
 			void *context)
@@ -135,7 +63,7 @@ int VerbsSharedRx::open(VerbsDomain *domain, struct fi_rx_attr *attr, struct fid
 	const Params &p = params();
 	size_t size = clamp(attr ? attr->size : 0, p.rx_size, static_cast<size_t>(dev.max_srq_wr));
 	size_t max_sge = std::min(kMaxSge, static_cast<size_t>(dev.max_srq_sge));
-	auto *self = new VerbsSharedRx(domain, size);
+	auto *self = new VerbsSharedRx(domain, size, context);
 	self->iov_limit_ = clamp(attr ? attr->iov_limit : 0, p.rx_iov_limit, max_sge);
 	self->op_flags_ = attr ? attr->op_flags : 0;
 	if (const struct fi_info *info = domain->info())
@@ -151,22 +79,14 @@ int VerbsSharedRx::open(VerbsDomain *domain, struct fi_rx_attr *attr, struct fid
 		delete self;
 		return err ? -err : -FI_EOTHER;
 	}
-	self->fid_.init(self, FI_CLASS_SRX_CTX, context, srx_fi_ops());
-	self->fid_.pub.ops = srx_ep_ops();
-	self->fid_.pub.msg = srx_msg_ops();
-	self->fid_.pub.rma = srx_rma_ops();
-	self->fid_.pub.cm = srx_cm_ops();
-	self->fid_.pub.tagged = ep_tagged_ops();
-	self->fid_.pub.atomic = ep_atomic_ops();
-	self->fid_.pub.collective = ep_collective_ops();
-	domain->children++;
-	*srx = &self->fid_.pub;
+	domain->ref();
+	*srx = &self->embedded_fid.pub;
 	return 0;
 }
 
 int VerbsSharedRx::close()
 {
-	if (bound_endpoints.load() > 0)
+	if (busy())
 		return -FI_EBUSY;
 	closing_ = true;
 	// With no QP attached, the receives still posted can never complete: the SRQ and the
@@ -175,10 +95,13 @@ int VerbsSharedRx::close()
 		closing_ = false;
 		return -FI_EBUSY;
 	}
-	domain_->children--;
-	fid_.invalidate();
-	delete this;
-	return 0;
+	domain_->unref();
+	return util::FidObject::close();
+}
+
+int VerbsSharedRx::control(int command, void *)
+{
+	return command == FI_ENABLE ? 0 : -FI_ENOSYS;
 }
 
 int VerbsSharedRx::getopt(int, int, void *, size_t *)

@@ -8,30 +8,32 @@
 #include <infiniband/verbs.h>
 #include <rdma/fi_endpoint.h>
 
-#include "prov/verbs/verbs_fid.h"
 #include "prov/verbs/verbs_request.h"
+#include "prov/util/fid_object.h"
 
 namespace verbs {
 
 class VerbsDomain;
 
-class VerbsSharedRx final : public RequestOwner {
+// Endpoints whose QP takes its receives from srq() hold a reference (util::FidObject::ref):
+// the SRQ cannot go away under them. Entries it does not define (sends, RMA, CM, tagged...)
+// return -FI_ENOSYS.
+class VerbsSharedRx final : public util::FidStorage<fid_ep>, public util::FidObject,
+			    public RequestOwner {
 public:
-	static constexpr uint32_t kTag = 0x76737278; // "vsrx"
 	static int open(VerbsDomain *domain, struct fi_rx_attr *attr, struct fid_ep **srx,
 			void *context);
-	static VerbsSharedRx *from_fid(const void *fid) { return Holder::recover(fid); }
 
 	struct ibv_srq *srq() const { return srq_; }
 	VerbsDomain *domain() const { return domain_; }
-	// Endpoints whose QP takes its receives from srq(): the SRQ cannot go away under them.
-	std::atomic<int> bound_endpoints{0};
 
 	bool closing() const override { return closing_.load(); }
 	void release_request(VerbsRequest *request) override { pool_.release(request); }
 
 	// fi_ops
-	int close();
+	int close() override;
+	// FI_ENABLE: nothing to switch on, the SRQ takes receives from the moment it exists.
+	int control(int command, void *arg);
 	// fi_ops_ep
 	int getopt(int level, int optname, void *optval, size_t *optlen);
 	int setopt(int level, int optname, const void *optval, size_t optlen);
@@ -43,13 +45,11 @@ public:
 	ssize_t recvmsg(const struct fi_msg *msg, uint64_t flags);
 
 private:
-	using Holder = FidHolder<struct fid_ep, VerbsSharedRx>;
-	VerbsSharedRx(VerbsDomain *domain, size_t size) : domain_(domain), pool_(size, this, true) {}
-	~VerbsSharedRx() = default;
+	VerbsSharedRx(VerbsDomain *domain, size_t size, void *context);
+	~VerbsSharedRx() override = default;
 	ssize_t post(const struct iovec *iov, void **desc, size_t count, void *context,
 		     uint64_t flags);
 
-	Holder fid_;
 	VerbsDomain *domain_;
 	struct ibv_srq *srq_ = nullptr;
 	size_t iov_limit_ = 1;

@@ -103,6 +103,16 @@ constexpr bool implemented(Entry entry) noexcept
 }
 } // namespace util
 
+// static_assert that a table entry runs a member, placed beside each member a provider
+// implements. GCC does not fold function-address comparisons to constants under
+// -fsanitize=address, so the ASan build leaves the check to the other builds.
+#ifdef __SANITIZE_ADDRESS__
+#define UTIL_ASSERT_IMPLEMENTED(entry) static_assert(true)
+#else
+#define UTIL_ASSERT_IMPLEMENTED(entry)                                                        \
+	static_assert(::util::implemented(entry), #entry " runs no member: check its signature")
+#endif
+
 // One table entry: 'table.field' forwards to 'T::method' (if T has one callable with the
 // entry's arguments, else -FI_ENOSYS). The lambda is SFINAE-friendly through its trailing
 // return type, which is what makes the detection work.

@@ -25,15 +25,15 @@ constexpr int kPollBatch = 16;
 
 } // namespace
 
-static_assert(util::implemented(util::make_fi_ops<VerbsCompletionQueue>().close));
-static_assert(util::implemented(util::make_fi_ops<VerbsCompletionQueue>().control));
-static_assert(util::implemented(util::make_cq_ops<VerbsCompletionQueue>().read));
-static_assert(util::implemented(util::make_cq_ops<VerbsCompletionQueue>().readfrom));
-static_assert(util::implemented(util::make_cq_ops<VerbsCompletionQueue>().readerr));
-static_assert(util::implemented(util::make_cq_ops<VerbsCompletionQueue>().sread));
-static_assert(util::implemented(util::make_cq_ops<VerbsCompletionQueue>().sreadfrom));
-static_assert(util::implemented(util::make_cq_ops<VerbsCompletionQueue>().signal));
-static_assert(util::implemented(util::make_cq_ops<VerbsCompletionQueue>().strerror));
+UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<VerbsCompletionQueue>().close);
+UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<VerbsCompletionQueue>().control);
+UTIL_ASSERT_IMPLEMENTED(util::make_cq_ops<VerbsCompletionQueue>().read);
+UTIL_ASSERT_IMPLEMENTED(util::make_cq_ops<VerbsCompletionQueue>().readfrom);
+UTIL_ASSERT_IMPLEMENTED(util::make_cq_ops<VerbsCompletionQueue>().readerr);
+UTIL_ASSERT_IMPLEMENTED(util::make_cq_ops<VerbsCompletionQueue>().sread);
+UTIL_ASSERT_IMPLEMENTED(util::make_cq_ops<VerbsCompletionQueue>().sreadfrom);
+UTIL_ASSERT_IMPLEMENTED(util::make_cq_ops<VerbsCompletionQueue>().signal);
+UTIL_ASSERT_IMPLEMENTED(util::make_cq_ops<VerbsCompletionQueue>().strerror);
 
 VerbsCompletionQueue::VerbsCompletionQueue(VerbsDomain *domain, void *context)
 	: util::FidObject(embedded_fid, FI_CLASS_CQ, context), domain_(domain)

@@ -15,15 +15,15 @@
 
 namespace verbs {
 
-static_assert(util::implemented(util::make_fi_ops<VerbsDomain>().close));
-static_assert(util::implemented(util::make_fi_ops<VerbsDomain>().ops_open));
-static_assert(util::implemented(util::make_domain_ops<VerbsDomain>().cq_open));
-static_assert(util::implemented(util::make_domain_ops<VerbsDomain>().endpoint));
-static_assert(util::implemented(util::make_domain_ops<VerbsDomain>().endpoint2));
-static_assert(util::implemented(util::make_domain_ops<VerbsDomain>().srx_ctx));
-static_assert(util::implemented(util::make_mr_ops<VerbsDomain>().reg));
-static_assert(util::implemented(util::make_mr_ops<VerbsDomain>().regv));
-static_assert(util::implemented(util::make_mr_ops<VerbsDomain>().regattr));
+UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<VerbsDomain>().close);
+UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<VerbsDomain>().ops_open);
+UTIL_ASSERT_IMPLEMENTED(util::make_domain_ops<VerbsDomain>().cq_open);
+UTIL_ASSERT_IMPLEMENTED(util::make_domain_ops<VerbsDomain>().endpoint);
+UTIL_ASSERT_IMPLEMENTED(util::make_domain_ops<VerbsDomain>().endpoint2);
+UTIL_ASSERT_IMPLEMENTED(util::make_domain_ops<VerbsDomain>().srx_ctx);
+UTIL_ASSERT_IMPLEMENTED(util::make_mr_ops<VerbsDomain>().reg);
+UTIL_ASSERT_IMPLEMENTED(util::make_mr_ops<VerbsDomain>().regv);
+UTIL_ASSERT_IMPLEMENTED(util::make_mr_ops<VerbsDomain>().regattr);
 
 VerbsDomain::VerbsDomain(VerbsFabric *fabric, void *context)
 	: util::FidObject(embedded_fid, FI_CLASS_DOMAIN, context), fabric_(fabric)

@@ -29,37 +29,37 @@ size_t clamp_size(size_t wanted, size_t fallback, size_t device_max)
 } // namespace
 
 using Ep = VerbsEndpoint;
-static_assert(util::implemented(util::make_fi_ops<Ep>().close));
-static_assert(util::implemented(util::make_fi_ops<Ep>().bind));
-static_assert(util::implemented(util::make_fi_ops<Ep>().control));
-static_assert(util::implemented(util::make_ep_ops<Ep>().getopt));
-static_assert(util::implemented(util::make_ep_ops<Ep>().setopt));
-static_assert(util::implemented(util::make_ep_ops<Ep>().rx_size_left));
-static_assert(util::implemented(util::make_ep_ops<Ep>().tx_size_left));
-static_assert(util::implemented(util::make_cm_ops<Ep>().setname));
-static_assert(util::implemented(util::make_cm_ops<Ep>().getname));
-static_assert(util::implemented(util::make_cm_ops<Ep>().getpeer));
-static_assert(util::implemented(util::make_cm_ops<Ep>().connect));
-static_assert(util::implemented(util::make_cm_ops<Ep>().accept));
-static_assert(util::implemented(util::make_cm_ops<Ep>().shutdown));
-static_assert(util::implemented(util::make_msg_ops<Ep>().recv));
-static_assert(util::implemented(util::make_msg_ops<Ep>().recvv));
-static_assert(util::implemented(util::make_msg_ops<Ep>().recvmsg));
-static_assert(util::implemented(util::make_msg_ops<Ep>().send));
-static_assert(util::implemented(util::make_msg_ops<Ep>().sendv));
-static_assert(util::implemented(util::make_msg_ops<Ep>().sendmsg));
-static_assert(util::implemented(util::make_msg_ops<Ep>().inject));
-static_assert(util::implemented(util::make_msg_ops<Ep>().senddata));
-static_assert(util::implemented(util::make_msg_ops<Ep>().injectdata));
-static_assert(util::implemented(util::make_rma_ops<Ep>().read));
-static_assert(util::implemented(util::make_rma_ops<Ep>().readv));
-static_assert(util::implemented(util::make_rma_ops<Ep>().readmsg));
-static_assert(util::implemented(util::make_rma_ops<Ep>().write));
-static_assert(util::implemented(util::make_rma_ops<Ep>().writev));
-static_assert(util::implemented(util::make_rma_ops<Ep>().writemsg));
-static_assert(util::implemented(util::make_rma_ops<Ep>().inject));
-static_assert(util::implemented(util::make_rma_ops<Ep>().writedata));
-static_assert(util::implemented(util::make_rma_ops<Ep>().injectdata));
+UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<Ep>().close);
+UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<Ep>().bind);
+UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<Ep>().control);
+UTIL_ASSERT_IMPLEMENTED(util::make_ep_ops<Ep>().getopt);
+UTIL_ASSERT_IMPLEMENTED(util::make_ep_ops<Ep>().setopt);
+UTIL_ASSERT_IMPLEMENTED(util::make_ep_ops<Ep>().rx_size_left);
+UTIL_ASSERT_IMPLEMENTED(util::make_ep_ops<Ep>().tx_size_left);
+UTIL_ASSERT_IMPLEMENTED(util::make_cm_ops<Ep>().setname);
+UTIL_ASSERT_IMPLEMENTED(util::make_cm_ops<Ep>().getname);
+UTIL_ASSERT_IMPLEMENTED(util::make_cm_ops<Ep>().getpeer);
+UTIL_ASSERT_IMPLEMENTED(util::make_cm_ops<Ep>().connect);
+UTIL_ASSERT_IMPLEMENTED(util::make_cm_ops<Ep>().accept);
+UTIL_ASSERT_IMPLEMENTED(util::make_cm_ops<Ep>().shutdown);
+UTIL_ASSERT_IMPLEMENTED(util::make_msg_ops<Ep>().recv);
+UTIL_ASSERT_IMPLEMENTED(util::make_msg_ops<Ep>().recvv);
+UTIL_ASSERT_IMPLEMENTED(util::make_msg_ops<Ep>().recvmsg);
+UTIL_ASSERT_IMPLEMENTED(util::make_msg_ops<Ep>().send);
+UTIL_ASSERT_IMPLEMENTED(util::make_msg_ops<Ep>().sendv);
+UTIL_ASSERT_IMPLEMENTED(util::make_msg_ops<Ep>().sendmsg);
+UTIL_ASSERT_IMPLEMENTED(util::make_msg_ops<Ep>().inject);
+UTIL_ASSERT_IMPLEMENTED(util::make_msg_ops<Ep>().senddata);
+UTIL_ASSERT_IMPLEMENTED(util::make_msg_ops<Ep>().injectdata);
+UTIL_ASSERT_IMPLEMENTED(util::make_rma_ops<Ep>().read);
+UTIL_ASSERT_IMPLEMENTED(util::make_rma_ops<Ep>().readv);
+UTIL_ASSERT_IMPLEMENTED(util::make_rma_ops<Ep>().readmsg);
+UTIL_ASSERT_IMPLEMENTED(util::make_rma_ops<Ep>().write);
+UTIL_ASSERT_IMPLEMENTED(util::make_rma_ops<Ep>().writev);
+UTIL_ASSERT_IMPLEMENTED(util::make_rma_ops<Ep>().writemsg);
+UTIL_ASSERT_IMPLEMENTED(util::make_rma_ops<Ep>().inject);
+UTIL_ASSERT_IMPLEMENTED(util::make_rma_ops<Ep>().writedata);
+UTIL_ASSERT_IMPLEMENTED(util::make_rma_ops<Ep>().injectdata);
 
 VerbsEndpoint::VerbsEndpoint(VerbsDomain *domain, size_t tx_size, size_t rx_size, void *context)
 	: util::FidObject(embedded_fid, FI_CLASS_EP, context), domain_(domain), tx_size_(tx_size),

@@ -17,13 +17,13 @@
 
 namespace verbs {
 
-static_assert(util::implemented(util::make_fi_ops<VerbsEventQueue>().close));
-static_assert(util::implemented(util::make_fi_ops<VerbsEventQueue>().control));
-static_assert(util::implemented(util::make_eq_ops<VerbsEventQueue>().read));
-static_assert(util::implemented(util::make_eq_ops<VerbsEventQueue>().readerr));
-static_assert(util::implemented(util::make_eq_ops<VerbsEventQueue>().write));
-static_assert(util::implemented(util::make_eq_ops<VerbsEventQueue>().sread));
-static_assert(util::implemented(util::make_eq_ops<VerbsEventQueue>().strerror));
+UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<VerbsEventQueue>().close);
+UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<VerbsEventQueue>().control);
+UTIL_ASSERT_IMPLEMENTED(util::make_eq_ops<VerbsEventQueue>().read);
+UTIL_ASSERT_IMPLEMENTED(util::make_eq_ops<VerbsEventQueue>().readerr);
+UTIL_ASSERT_IMPLEMENTED(util::make_eq_ops<VerbsEventQueue>().write);
+UTIL_ASSERT_IMPLEMENTED(util::make_eq_ops<VerbsEventQueue>().sread);
+UTIL_ASSERT_IMPLEMENTED(util::make_eq_ops<VerbsEventQueue>().strerror);
 
 VerbsEventQueue::VerbsEventQueue(VerbsFabric *fabric, void *context)
 	: util::FidObject(embedded_fid, FI_CLASS_EQ, context), fabric_(fabric)

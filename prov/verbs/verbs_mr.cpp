@@ -14,7 +14,7 @@ constexpr uint64_t kAllAccess = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMO
 
 } // namespace
 
-static_assert(util::implemented(util::make_fi_ops<VerbsMemoryRegion>().close));
+UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<VerbsMemoryRegion>().close);
 
 VerbsMemoryRegion::VerbsMemoryRegion(VerbsDomain *domain, struct ibv_mr *mr, void *context)
 	: util::FidObject(embedded_fid, FI_CLASS_MR, context), domain_(domain), mr_(mr)

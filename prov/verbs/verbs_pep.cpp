@@ -67,15 +67,15 @@ void VerbsConnRequest::reject(const void *param, size_t paramlen)
 	rdma_destroy_id(take_id());
 }
 
-static_assert(util::implemented(util::make_fi_ops<VerbsPassiveEndpoint>().close));
-static_assert(util::implemented(util::make_fi_ops<VerbsPassiveEndpoint>().bind));
-static_assert(util::implemented(util::make_fi_ops<VerbsPassiveEndpoint>().control));
-static_assert(util::implemented(util::make_ep_ops<VerbsPassiveEndpoint>().getopt));
-static_assert(util::implemented(util::make_ep_ops<VerbsPassiveEndpoint>().setopt));
-static_assert(util::implemented(util::make_cm_ops<VerbsPassiveEndpoint>().setname));
-static_assert(util::implemented(util::make_cm_ops<VerbsPassiveEndpoint>().getname));
-static_assert(util::implemented(util::make_cm_ops<VerbsPassiveEndpoint>().listen));
-static_assert(util::implemented(util::make_cm_ops<VerbsPassiveEndpoint>().reject));
+UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<VerbsPassiveEndpoint>().close);
+UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<VerbsPassiveEndpoint>().bind);
+UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<VerbsPassiveEndpoint>().control);
+UTIL_ASSERT_IMPLEMENTED(util::make_ep_ops<VerbsPassiveEndpoint>().getopt);
+UTIL_ASSERT_IMPLEMENTED(util::make_ep_ops<VerbsPassiveEndpoint>().setopt);
+UTIL_ASSERT_IMPLEMENTED(util::make_cm_ops<VerbsPassiveEndpoint>().setname);
+UTIL_ASSERT_IMPLEMENTED(util::make_cm_ops<VerbsPassiveEndpoint>().getname);
+UTIL_ASSERT_IMPLEMENTED(util::make_cm_ops<VerbsPassiveEndpoint>().listen);
+UTIL_ASSERT_IMPLEMENTED(util::make_cm_ops<VerbsPassiveEndpoint>().reject);
 
 VerbsPassiveEndpoint::VerbsPassiveEndpoint(VerbsFabric *fabric, void *context)
 	: util::FidObject(embedded_fid, FI_CLASS_PEP, context), fabric_(fabric)

@@ -25,14 +25,14 @@ size_t clamp(size_t wanted, size_t fallback, size_t device_max)
 
 } // namespace
 
-static_assert(util::implemented(util::make_fi_ops<VerbsSharedRx>().close));
-static_assert(util::implemented(util::make_fi_ops<VerbsSharedRx>().control));
-static_assert(util::implemented(util::make_ep_ops<VerbsSharedRx>().getopt));
-static_assert(util::implemented(util::make_ep_ops<VerbsSharedRx>().setopt));
-static_assert(util::implemented(util::make_ep_ops<VerbsSharedRx>().rx_size_left));
-static_assert(util::implemented(util::make_msg_ops<VerbsSharedRx>().recv));
-static_assert(util::implemented(util::make_msg_ops<VerbsSharedRx>().recvv));
-static_assert(util::implemented(util::make_msg_ops<VerbsSharedRx>().recvmsg));
+UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<VerbsSharedRx>().close);
+UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<VerbsSharedRx>().control);
+UTIL_ASSERT_IMPLEMENTED(util::make_ep_ops<VerbsSharedRx>().getopt);
+UTIL_ASSERT_IMPLEMENTED(util::make_ep_ops<VerbsSharedRx>().setopt);
+UTIL_ASSERT_IMPLEMENTED(util::make_ep_ops<VerbsSharedRx>().rx_size_left);
+UTIL_ASSERT_IMPLEMENTED(util::make_msg_ops<VerbsSharedRx>().recv);
+UTIL_ASSERT_IMPLEMENTED(util::make_msg_ops<VerbsSharedRx>().recvv);
+UTIL_ASSERT_IMPLEMENTED(util::make_msg_ops<VerbsSharedRx>().recvmsg);
 
 VerbsSharedRx::VerbsSharedRx(VerbsDomain *domain, size_t size, void *context)
 	: util::FidObject(embedded_fid, FI_CLASS_SRX_CTX, context), domain_(domain),

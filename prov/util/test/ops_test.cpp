@@ -104,6 +104,41 @@ TEST_F(Fixture, FidCastChecksClass)
 	EXPECT_EQ(fi_close(&cq->fid), 0);
 }
 
+TEST_F(Fixture, FidCastExactWantsTheTableOfExactlyThatClass)
+{
+	struct fid_ep *ep = open_ep();
+	ASSERT_NE(ep, nullptr);
+	auto *object = util::fid_cast<fake::FakeEndpoint>(&ep->fid, FI_CLASS_EP);
+	ASSERT_NE(object, nullptr);
+	EXPECT_EQ(util::fid_cast_exact<fake::FakeEndpoint>(&ep->fid), object);
+	// A live util object of another class, NULL and a foreign fid are all refused.
+	EXPECT_EQ(util::fid_cast_exact<fake::FakeEndpoint>(&domain->fid), nullptr);
+	EXPECT_EQ(util::fid_cast_exact<fake::FakeEndpoint>(nullptr), nullptr);
+	struct {
+		uint64_t junk[2] = {1, 2};
+		struct fid fid = {FI_CLASS_EP, nullptr, nullptr};
+	} foreign;
+	foreign.fid.ops = ep->fid.ops;  // right table, but no live util header before it
+	EXPECT_EQ(util::fid_cast_exact<fake::FakeEndpoint>(&foreign.fid), nullptr);
+	EXPECT_EQ(fi_close(&ep->fid), 0);
+}
+
+TEST_F(Fixture, RetiredFidIsRefusedWhileTheObjectLives)
+{
+	struct fid_ep *ep = open_ep();
+	ASSERT_NE(ep, nullptr);
+	auto *object = util::fid_cast<fake::FakeEndpoint>(&ep->fid, FI_CLASS_EP);
+	ASSERT_NE(object, nullptr);
+	object->retire_fid();
+	EXPECT_EQ(util::fid_cast<fake::FakeEndpoint>(&ep->fid, FI_CLASS_EP), nullptr);
+	EXPECT_EQ(util::fid_cast_exact<fake::FakeEndpoint>(&ep->fid), nullptr);
+	// The ops thunks refuse it too, instead of running on the object.
+	char buf[8] = {};
+	EXPECT_EQ(fi_send(ep, buf, sizeof(buf), nullptr, 0, nullptr), -FI_EINVAL);
+	EXPECT_EQ(fi_close(&ep->fid), -FI_EINVAL);
+	EXPECT_EQ(object->close(), 0);  // the owner still releases it
+}
+
 TEST_F(Fixture, BoundObjectsAreBusy)
 {
 	struct fid_cq *cq = open_cq(FI_CQ_FORMAT_CONTEXT);

@@ -11,17 +11,18 @@
 
 namespace verbs {
 
-static_assert(util::implemented(util::make_fi_ops<VerbsFabric>().close));
-static_assert(util::implemented(util::make_fabric_ops<VerbsFabric>().domain));
-static_assert(util::implemented(util::make_fabric_ops<VerbsFabric>().domain2));
-static_assert(util::implemented(util::make_fabric_ops<VerbsFabric>().passive_ep));
-static_assert(util::implemented(util::make_fabric_ops<VerbsFabric>().eq_open));
-static_assert(util::implemented(util::make_fabric_ops<VerbsFabric>().trywait));
+UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<VerbsFabric>().close);
+UTIL_ASSERT_IMPLEMENTED(util::make_fabric_ops<VerbsFabric>().domain);
+UTIL_ASSERT_IMPLEMENTED(util::make_fabric_ops<VerbsFabric>().domain2);
+UTIL_ASSERT_IMPLEMENTED(util::make_fabric_ops<VerbsFabric>().passive_ep);
+UTIL_ASSERT_IMPLEMENTED(util::make_fabric_ops<VerbsFabric>().eq_open);
+UTIL_ASSERT_IMPLEMENTED(util::make_fabric_ops<VerbsFabric>().wait_open);
+UTIL_ASSERT_IMPLEMENTED(util::make_fabric_ops<VerbsFabric>().trywait);
 
-VerbsFabric::VerbsFabric(void *context) : util::FidObject(embedded_fid, FI_CLASS_FABRIC, context)
+VerbsFabric::VerbsFabric(const struct fi_fabric_attr *attr, void *context)
+	: util::Fabric(&::verbs::provider, attr, context)
 {
-	embedded_fid.pub.fid.ops = util::ops_ptr<VerbsFabric, util::make_fi_ops<VerbsFabric>>();
-	embedded_fid.pub.ops = util::ops_ptr<VerbsFabric, util::make_fabric_ops<VerbsFabric>>();
+	install_ops<VerbsFabric>();
 }
 
 int VerbsFabric::open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context)
@@ -32,10 +33,7 @@ int VerbsFabric::open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, v
 		return -FI_EINVAL;
 	if (attr->name && std::strncmp(attr->name, "IB-0x", 5) != 0)
 		return -FI_ENODATA;
-	auto *self = new VerbsFabric(context);
-	self->embedded_fid.pub.api_version = attr->api_version ? attr->api_version : FI_VERSION(1, 17);
-	self->name_ = attr->name ? attr->name : "";
-	*fabric = self->fabric_fid();
+	*fabric = (new VerbsFabric(attr, context))->fabric_fid();
 	return 0;
 }
 
@@ -60,6 +58,11 @@ int VerbsFabric::passive_ep(struct fi_info *info, struct fid_pep **pep, void *co
 int VerbsFabric::eq_open(struct fi_eq_attr *attr, struct fid_eq **eq, void *context)
 {
 	return VerbsEventQueue::open(this, attr, eq, context);
+}
+
+int VerbsFabric::wait_open(struct fi_wait_attr *, struct fid_wait **)
+{
+	return -FI_ENOSYS;
 }
 
 int VerbsFabric::trywait(struct fid **fids, int count)

@@ -5,6 +5,7 @@
 
 #include "prov/verbs/verbs_discovery.h"
 #include "prov/verbs/verbs_fabric.h"
+#include "prov/util/error.h"
 #include "src/registry.h"
 
 namespace verbs {
@@ -29,6 +30,8 @@ int provider_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 {
 	try {
 		return VerbsFabric::open(attr, fabric, context);
+	} catch (const util::Error &e) {
+		return e.code();
 	} catch (const std::bad_alloc &) {
 		return -FI_ENOMEM;
 	} catch (...) {

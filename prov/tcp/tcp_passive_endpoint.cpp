@@ -247,10 +247,11 @@ void TcpPassiveEndpoint::accept_connections()
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return;
 			if ((errno == EMFILE || errno == ENFILE) && !reading_.empty()) {
-				// Our own idle handshakes are the fds to give back: the oldest has
-				// had the longest chance to send its request.
+				// Our own idle handshakes are the fds to give back: the oldest of
+				// the source holding most (it had the longest chance to send its
+				// request, and a flooding host cannot push out a lone client).
 				int err = errno;
-				drop_incoming(0, "out of file descriptors");
+				drop_incoming(busiest_source_oldest(), "out of file descriptors");
 				if (accept_warning_.due(monotonic_ms()))
 					FI_WARN(&provider, FI_LOG_EP_CTRL,
 						"accept failed: %s; closed the oldest pending "
@@ -310,7 +311,12 @@ void TcpPassiveEndpoint::make_room_for(const IpAddress &source)
 	}
 	if (reading_.size() < limits.max_pending_conn)
 		return;
-	// Full: the source holding most pays, so many hosts cannot be pushed out by one.
+	drop_incoming(busiest_source_oldest(), "too many pending handshakes");
+}
+
+size_t TcpPassiveEndpoint::busiest_source_oldest() const
+{
+	// The source holding most pays, so many hosts cannot be pushed out by one.
 	size_t victim = 0, victim_count = 0;
 	for (size_t i = 0; i < reading_.size(); ++i) {
 		size_t count = 0;
@@ -321,7 +327,7 @@ void TcpPassiveEndpoint::make_room_for(const IpAddress &source)
 			victim_count = count;
 		}
 	}
-	drop_incoming(victim, "too many pending handshakes");
+	return victim;
 }
 
 void TcpPassiveEndpoint::drop_incoming(size_t index, const char *why)

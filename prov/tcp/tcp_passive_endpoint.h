@@ -76,6 +76,8 @@ private:
 	// Makes room for one more handshake from `source` within both bounds.
 	void make_room_for(const IpAddress &source);
 	void drop_incoming(size_t index, const char *why);
+	// Index of the oldest pending handshake of the source with the most pending ones.
+	size_t busiest_source_oldest() const;
 	void expire_handshakes(uint64_t now_ms);
 	void on_accept_failure(int err);
 	// Polls the listening socket unless the application or an fd shortage holds it.

@@ -150,12 +150,12 @@ int RxmDomain::query_atomic(enum fi_datatype datatype, enum fi_op op, struct fi_
 	return 0;
 }
 
-static_assert(util::implemented(util::make_domain_ops<RxmDomain>().av_open));
-static_assert(util::implemented(util::make_domain_ops<RxmDomain>().cq_open));
-static_assert(util::implemented(util::make_domain_ops<RxmDomain>().endpoint));
-static_assert(util::implemented(util::make_domain_ops<RxmDomain>().cntr_open));
-static_assert(util::implemented(util::make_domain_ops<RxmDomain>().query_atomic));
-static_assert(util::implemented(util::make_mr_ops<RxmDomain>().regattr));
+UTIL_ASSERT_IMPLEMENTED(util::make_domain_ops<RxmDomain>().av_open);
+UTIL_ASSERT_IMPLEMENTED(util::make_domain_ops<RxmDomain>().cq_open);
+UTIL_ASSERT_IMPLEMENTED(util::make_domain_ops<RxmDomain>().endpoint);
+UTIL_ASSERT_IMPLEMENTED(util::make_domain_ops<RxmDomain>().cntr_open);
+UTIL_ASSERT_IMPLEMENTED(util::make_domain_ops<RxmDomain>().query_atomic);
+UTIL_ASSERT_IMPLEMENTED(util::make_mr_ops<RxmDomain>().regattr);
 
 int RxmDomain::av_open(struct fi_av_attr *attr, struct fid_av **av, void *context)
 {

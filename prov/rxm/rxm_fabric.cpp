@@ -81,12 +81,12 @@ int RxmFabric::trywait(struct fid **fids, int count)
 	return 0;
 }
 
-static_assert(util::implemented(util::make_fabric_ops<RxmFabric>().domain));
+UTIL_ASSERT_IMPLEMENTED(util::make_fabric_ops<RxmFabric>().domain);
 // An EQ of the rxm fabric, so that rxm AVs can bind it for FI_EVENT (util's AV checks the
 // EQ belongs to its domain's fabric): RDM endpoints report no connection events, an EQ
 // carries only AV completions and what the application writes.
-static_assert(util::implemented(util::make_fabric_ops<RxmFabric>().eq_open));
-static_assert(util::implemented(util::make_fabric_ops<RxmFabric>().trywait));
+UTIL_ASSERT_IMPLEMENTED(util::make_fabric_ops<RxmFabric>().eq_open);
+UTIL_ASSERT_IMPLEMENTED(util::make_fabric_ops<RxmFabric>().trywait);
 
 int rxm_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context)
 {

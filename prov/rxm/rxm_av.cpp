@@ -52,7 +52,8 @@ const struct fi_av_attr *defaulted(struct fi_av_attr *attr)
 {
 	if (!attr)
 		throw util::Error(-FI_EINVAL);
-	if (attr->type == FI_AV_UNSPEC)
+	// Read as a number: an application may pass any value (util refuses unknown ones).
+	if (util::raw_enum(attr->type) == FI_AV_UNSPEC)
 		attr->type = FI_AV_MAP;
 	return attr;
 }

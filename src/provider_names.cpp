@@ -1,6 +1,5 @@
 // Name matching rules for providers; see provider_names.h for the semantics.
 #include "src/provider_names.h"
-#include "src/provider_registry.h"
 
 #include <algorithm>
 #include <cstdlib>

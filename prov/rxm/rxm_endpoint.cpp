@@ -388,8 +388,7 @@ int RxmEndpoint::open_core_queues()
 	bool want_fd = false;
 	for (RxmCq *cq : {tx_cq_, rx_cq_})
 		want_fd |= cq && cq->wants_wait_fd();
-	for (RxmCntr *cntr : {send_cntr_, recv_cntr_, read_cntr_, write_cntr_, remote_read_cntr_,
-			      remote_write_cntr_})
+	for (RxmCntr *cntr : counters())
 		want_fd |= cntr && cntr->wants_wait_fd();
 	fi_eq_attr eq_attr{};
 	eq_attr.size = kCoreEqSize;
@@ -427,11 +426,14 @@ int RxmEndpoint::open_core_queues()
 }
 
 template <class Fn>
-static void for_each_distinct(std::initializer_list<util::Waitable *> objects, Fn fn)
+void RxmEndpoint::for_each_bound_waitable(Fn fn) const
 {
+	util::Waitable *all[8] = {tx_cq_, rx_cq_};
+	std::array<RxmCntr *, 6> cntrs = counters();
+	std::copy(cntrs.begin(), cntrs.end(), all + 2);
 	util::Waitable *seen[8];
 	size_t n = 0;
-	for (util::Waitable *w : objects) {
+	for (util::Waitable *w : all) {
 		if (!w || std::find(seen, seen + n, w) != seen + n)
 			continue;
 		seen[n++] = w;
@@ -445,15 +447,13 @@ void RxmEndpoint::register_wait_sources()
 		return;
 	wait_registered_ = true;
 	bool polled = core_cq_fd_ < 0 || core_eq_fd_ < 0;
-	for_each_distinct({tx_cq_, rx_cq_, send_cntr_, recv_cntr_, read_cntr_, write_cntr_,
-			   remote_read_cntr_, remote_write_cntr_},
-			  [&](util::Waitable *w) {
-				  w->add_polled_fd(core_cq_fd_);
-				  w->add_polled_fd(core_eq_fd_);
-				  w->add_polled_fd(conn_timer_fd_);
-				  if (polled)
-					  w->add_fdless_source();
-			  });
+	for_each_bound_waitable([&](util::Waitable *w) {
+		w->add_polled_fd(core_cq_fd_);
+		w->add_polled_fd(core_eq_fd_);
+		w->add_polled_fd(conn_timer_fd_);
+		if (polled)
+			w->add_fdless_source();
+	});
 }
 
 void RxmEndpoint::unregister_wait_sources()
@@ -462,15 +462,13 @@ void RxmEndpoint::unregister_wait_sources()
 		return;
 	wait_registered_ = false;
 	bool polled = core_cq_fd_ < 0 || core_eq_fd_ < 0;
-	for_each_distinct({tx_cq_, rx_cq_, send_cntr_, recv_cntr_, read_cntr_, write_cntr_,
-			   remote_read_cntr_, remote_write_cntr_},
-			  [&](util::Waitable *w) {
-				  w->remove_polled_fd(core_cq_fd_);
-				  w->remove_polled_fd(core_eq_fd_);
-				  w->remove_polled_fd(conn_timer_fd_);
-				  if (polled)
-					  w->remove_fdless_source();
-			  });
+	for_each_bound_waitable([&](util::Waitable *w) {
+		w->remove_polled_fd(core_cq_fd_);
+		w->remove_polled_fd(core_eq_fd_);
+		w->remove_polled_fd(conn_timer_fd_);
+		if (polled)
+			w->remove_fdless_source();
+	});
 }
 
 int RxmEndpoint::core_trywait()
@@ -588,8 +586,7 @@ int RxmEndpoint::close()
 	}
 	if (tx_cq_)
 		tx_cq_->detach(this);
-	for (RxmCntr *cntr : {send_cntr_, recv_cntr_, read_cntr_, write_cntr_, remote_read_cntr_,
-			      remote_write_cntr_})
+	for (RxmCntr *cntr : counters())
 		if (cntr)
 			cntr->detach(this); // once per bind: detach removes one entry
 	

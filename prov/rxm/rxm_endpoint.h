@@ -18,6 +18,7 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
+#include <array>
 #include <atomic>
 #include <deque>
 #include <memory>
@@ -302,6 +303,14 @@ private:
 	RxmCntr *write_cntr_ = nullptr;
 	RxmCntr *remote_read_cntr_ = nullptr;
 	RxmCntr *remote_write_cntr_ = nullptr;
+	// Every counter slot, bound or not (one counter may fill several).
+	std::array<RxmCntr *, 6> counters() const
+	{
+		return {send_cntr_,	   recv_cntr_,	       read_cntr_,
+			write_cntr_,	   remote_read_cntr_, remote_write_cntr_};
+	}
+	// Calls fn once on each distinct CQ and counter bound here.
+	template <class Fn> void for_each_bound_waitable(Fn fn) const;
 	struct fid_cntr *core_remote_cntr_[2] = {}; // [0] remote reads, [1] remote writes
 	uint64_t core_remote_seen_[2] = {};
 	void count_tx(uint64_t cq_flags, bool error);

@@ -1,7 +1,7 @@
 // Peer names as rxm keys and prints them: canonical lookup keys and log text.
 #include "prov/rxm/rxm_av.h"
+#include "prov/rxm/test/rxm_test_provider.h"
 
-#include <arpa/inet.h>
 #include <netinet/in.h>
 
 #include <gtest/gtest.h>
@@ -10,19 +10,7 @@
 
 using rxm::canonical_address;
 using rxm::describe_address;
-
-namespace {
-
-sockaddr_in ipv4(const char *ip, uint16_t port)
-{
-	sockaddr_in in{};
-	in.sin_family = AF_INET;
-	in.sin_port = htons(port);
-	inet_pton(AF_INET, ip, &in.sin_addr);
-	return in;
-}
-
-} // namespace
+using rxm_test::ipv4;
 
 TEST(RxmAvNames, PaddingDoesNotChangeTheKey)
 {

@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "src/registry.h"
+#include "prov/rxm/test/rxm_test_provider.h"
 #include "test/leaks/process_usage.h"
 
 #include <gtest/gtest.h>
@@ -22,19 +23,12 @@
 
 namespace {
 
+using rxm_test::ipv4;
+
 #ifdef HAVE_TCP
 fi_provider *(*volatile link_tcp)() = ofi_tcp_provider_init;
 #endif
 fi_provider *(*volatile link_rxm)() = ofi_rxm_provider_init;
-
-sockaddr_in ipv4(const char *ip, uint16_t port)
-{
-	sockaddr_in in{};
-	in.sin_family = AF_INET;
-	in.sin_port = htons(port);
-	inet_pton(AF_INET, ip, &in.sin_addr);
-	return in;
-}
 
 // One provider's fabric and domain, on 127.0.0.1 with IPv4 addresses.
 class AvTest : public ::testing::TestWithParam<const char *> {

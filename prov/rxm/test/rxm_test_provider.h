@@ -5,6 +5,10 @@
 
 #include <rdma/fi_domain.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cstdint>
 #include <cstdlib>
 
 namespace rxm_test {
@@ -26,5 +30,15 @@ inline bool provider_must_exist() { return std::getenv("RXM_TEST_PROV") != nullp
 // follow FI_MR_VIRT_ADDR, buffers are allocated. Said in the hints because a core that
 // imposes them (verbs) is otherwise filtered out: rxm passes them through to the application.
 inline int mr_mode() { return FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY; }
+
+// An IPv4 socket address, e.g. for AV inserts.
+inline sockaddr_in ipv4(const char *ip, uint16_t port)
+{
+	sockaddr_in in{};
+	in.sin_family = AF_INET;
+	in.sin_port = htons(port);
+	inet_pton(AF_INET, ip, &in.sin_addr);
+	return in;
+}
 
 } // namespace rxm_test

@@ -169,6 +169,64 @@ static int test_source(void)
 	return getinfo_with(sockaddr_in_format, node, "22191", FI_SOURCE, src_is_22191, 0);
 }
 
+/* fi_getinfo(3): an info matches hints whose caps are a subset of its own. Every subset of
+ * the caps the provider reported for the suite's hints must therefore find it again: all
+ * subsets when the provider has at most 12 cap bits, else every subset of up to 3 bits and
+ * every set missing at most 2 of them (both ends, where combination rules live). */
+static int caps_subset_found(const struct fi_info *base, uint64_t caps)
+{
+	struct fi_info *hints = fi_dupinfo(ft.hints), *infos = NULL;
+	FT_EXPECT(hints != NULL, "fi_dupinfo");
+	hints->caps = caps;
+	hints->ep_attr->type = base->ep_attr->type;
+	free(hints->fabric_attr->prov_name);
+	hints->fabric_attr->prov_name = strdup(base->fabric_attr->prov_name);
+	int ret = fi_getinfo(FT_API_VERSION, NULL, NULL, 0, hints, &infos);
+	bool found = false;
+	for (struct fi_info *i = infos; i; i = i->next)
+		found = found || ((i->caps & caps) == caps && same_provider(i, hints));
+	fi_freeinfo(hints);
+	fi_freeinfo(infos);
+	if (!found) {
+		char *str = fi_tostr(&caps, FI_TYPE_CAPS);
+		FT_ERR("%s: caps %s (a subset of its own) find nothing: %d (%s)",
+		       base->fabric_attr->prov_name, str ? str : "?", ret, fi_strerror(-ret));
+		return -FI_EOTHER;
+	}
+	return 0;
+}
+
+static int test_caps_every_subset(void)
+{
+	FT_EXPECT(ft.info != NULL, "no info for the suite's hints");
+	uint64_t bit[64];
+	int nbits = 0;
+	for (int b = 0; b < 64; b++)
+		if (ft.info->caps & (1ULL << b))
+			bit[nbits++] = 1ULL << b;
+	FT_EXPECT(nbits > 0, "the provider reports no caps");
+	bool all = nbits <= 12;
+	int tried = 0;
+	for (uint64_t pick = 1; pick < (1ULL << (all ? nbits : 20)) && nbits <= 20; pick++) {
+		int n = __builtin_popcountll(pick);
+		if (!all && n > 3 && n < nbits - 2)
+			continue;
+		if (pick >> nbits)
+			break;
+		uint64_t caps = 0;
+		for (int b = 0; b < nbits; b++)
+			if (pick & (1ULL << b))
+				caps |= bit[b];
+		if (caps_subset_found(ft.info, caps))
+			return -FI_EOTHER;
+		tried++;
+	}
+	FT_EXPECT(nbits <= 20, "more cap bits than this walk covers");
+	printf("# %s: %d subsets of %d cap bits found\n", ft.info->fabric_attr->prov_name,
+	       tried, nbits);
+	return 0;
+}
+
 static int test_dupinfo(void)
 {
 	struct fi_info *copy = fi_dupinfo(ft.info);
@@ -188,6 +246,7 @@ static int test_dupinfo(void)
 static const struct ft_unit_case cases[] = {
 	{ "getinfo_provider_name", test_provider_name },
 	{ "getinfo_caps_subset", test_caps },
+	{ "getinfo_caps_every_subset", test_caps_every_subset },
 	{ "getinfo_mode_within_hints", test_mode_subset },
 	{ "getinfo_ep_type", test_ep_type },
 	{ "getinfo_unknown_provider", test_unknown_provider },

@@ -1,6 +1,10 @@
 /* fi_ep_test: endpoint life cycle and misuse: binding, enabling, posting too early. */
 #include "../common/ft_unit.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+
 static int test_context_kept(void)
 {
 	struct fid_ep *ep;
@@ -64,11 +68,64 @@ static int test_bind_after_enable(void)
 	return 0;
 }
 
+/* Several connectionless endpoints on one domain, each from an info whose source address is
+ * the loopback address with port 0, must each get an address of their own (an ephemeral
+ * port), not -FI_EADDRINUSE from the second fi_enable. */
+static int test_several_on_one_domain(void)
+{
+	if (ft.info->ep_attr->type == FI_EP_MSG || ft.info->addr_format != FI_SOCKADDR_IN)
+		return -FI_ENODATA; /* MSG endpoints take their address when they connect */
+	struct fi_info *info = fi_dupinfo(ft.info);
+	FT_EXPECT(info != NULL, "fi_dupinfo");
+	struct sockaddr_in *any_port = calloc(1, sizeof(*any_port));
+	FT_EXPECT(any_port != NULL, "calloc");
+	any_port->sin_family = AF_INET;
+	any_port->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	free(info->src_addr);
+	info->src_addr = any_port;
+	info->src_addrlen = sizeof(*any_port);
+
+	enum { kEndpoints = 3 };
+	struct fid_ep *ep[kEndpoints] = { NULL };
+	struct sockaddr_in name[kEndpoints];
+	int ret = 0, opened = 0;
+	ft_unit_open_bound_endpoint(&ep[0]); /* opens the shared CQ and AV */
+	fi_close(&ep[0]->fid);
+	for (; opened < kEndpoints && !ret; opened++) {
+		ret = fi_endpoint(ft.domain, info, &ep[opened], NULL);
+		if (ret) {
+			FT_ERR("fi_endpoint %d: %d", opened, ret);
+			break;
+		}
+		size_t len = sizeof(name[opened]);
+		if ((ret = fi_ep_bind(ep[opened], &ft.tx_cq->fid, FI_TRANSMIT | FI_RECV)) ||
+		    (ret = fi_ep_bind(ep[opened], &ft.av->fid, 0)) ||
+		    (ret = fi_enable(ep[opened])) ||
+		    (ret = fi_getname(&ep[opened]->fid, &name[opened], &len)))
+			FT_ERR("endpoint %d: bind/enable/getname: %d (%s)", opened, ret,
+			       fi_strerror(-ret));
+	}
+	bool distinct = !ret;
+	for (int i = 0; i < kEndpoints && distinct; i++) {
+		distinct = name[i].sin_port != 0;
+		for (int j = 0; j < i; j++)
+			distinct = distinct && name[i].sin_port != name[j].sin_port;
+	}
+	for (int i = 0; i < opened; i++)
+		if (ep[i])
+			fi_close(&ep[i]->fid);
+	fi_freeinfo(info);
+	FT_EXPECT(ret == 0, "an endpoint on 127.0.0.1 port 0 failed: %d", ret);
+	FT_EXPECT(distinct, "the endpoints did not get ports of their own");
+	return 0;
+}
+
 static const struct ft_unit_case cases[] = {
 	{ "ep_context", test_context_kept },
 	{ "ep_enable_without_cq", test_enable_without_cq },
 	{ "ep_send_before_enable", test_send_before_enable },
 	{ "ep_bind_after_enable", test_bind_after_enable },
+	{ "ep_several_on_one_domain", test_several_on_one_domain },
 };
 
 int main(int argc, char **argv)

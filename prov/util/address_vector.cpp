@@ -1,5 +1,6 @@
 #include "prov/util/address_vector.h"
 
+#include "prov/util/av_set.h"
 #include "prov/util/error.h"
 #include "prov/util/event_queue.h"
 #include "prov/util/sockaddr_util.h"
@@ -118,6 +119,26 @@ size_t AddressVector::count_in_use()
 {
 	LockGuard guard(lock_);
 	return index_.size();
+}
+
+std::vector<fi_addr_t> AddressVector::live_addresses()
+{
+	LockGuard guard(lock_);
+	std::vector<fi_addr_t> live;
+	live.reserve(index_.size());
+	for (size_t i = 0; i < entries_.size(); ++i)
+		if (entries_[i].in_use)
+			live.push_back(i);
+	return live;
+}
+
+int AddressVector::av_set(struct fi_av_set_attr *attr, struct fid_av_set **set,
+			  void *context)
+{
+	if (!set)
+		return -FI_EINVAL;
+	*set = (new AvSet(*this, attr, context))->av_set_fid();
+	return 0;
 }
 
 int64_t AddressVector::insert_one(const void *addr, size_t len)

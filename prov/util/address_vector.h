@@ -66,6 +66,8 @@ public:
 	// Length of the address at 'addr' in this AV's format (0 if invalid).
 	size_t measure(const void *addr) const noexcept;
 	size_t count_in_use();
+	// The fi_addr of every entry in use, lowest first (FI_UNIVERSE AV sets).
+	std::vector<fi_addr_t> live_addresses();
 
 	// Hooks, called with the AV lock held, when an entry appears and when it goes away
 	// (not for further inserts and removes of an address already present).
@@ -82,6 +84,8 @@ public:
 	int remove(fi_addr_t *fi_addr, size_t count, uint64_t flags);
 	int lookup(fi_addr_t fi_addr, void *addr, size_t *addrlen);
 	const char *straddr(const void *addr, char *buf, size_t *len);
+	// fi_av_set: an AvSet (prov/util/av_set.h) over this AV.
+	int av_set(struct fi_av_set_attr *attr, struct fid_av_set **set, void *context);
 
 	// ---- fi_ops ----
 	int bind(struct fid *bfid, uint64_t flags);  // EQ for FI_EVENT

@@ -287,6 +287,20 @@ constexpr fi_ops_poll make_poll_ops()
 	return t;
 }
 
+template <class T>
+constexpr fi_ops_av_set make_av_set_ops()
+{
+	fi_ops_av_set t{};
+	t.size = sizeof(t);
+	UTIL_OPS_ENTRY(T, t, set_union, set_union);
+	UTIL_OPS_ENTRY(T, t, intersect, intersect);
+	UTIL_OPS_ENTRY(T, t, diff, diff);
+	UTIL_OPS_ENTRY(T, t, insert, insert);
+	UTIL_OPS_ENTRY(T, t, remove, remove);
+	UTIL_OPS_ENTRY(T, t, addr, addr);
+	return t;
+}
+
 // One static instance of each table per class, so objects can point at them.
 template <class T, auto Maker>
 struct StaticOps {

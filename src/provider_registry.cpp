@@ -14,6 +14,7 @@ extern "C" {
 __attribute__((weak)) struct fi_provider *ofi_tcp_provider_init(void);
 __attribute__((weak)) struct fi_provider *ofi_verbs_provider_init(void);
 __attribute__((weak)) struct fi_provider *ofi_rxm_provider_init(void);
+__attribute__((weak)) struct fi_provider *ofi_shm_provider_init(void);
 }
 
 namespace ofi::core {
@@ -53,6 +54,10 @@ void load_builtin(std::vector<fi_provider *> &out)
 #endif
 #ifdef HAVE_TCP
 	add_if_available(out, ofi_tcp_provider_init);
+#endif
+#ifdef HAVE_SHM
+	// Same-host only: after the network cores, so a query naming no provider keeps them first.
+	add_if_available(out, ofi_shm_provider_init);
 #endif
 #ifdef HAVE_RXM
 	add_if_available(out, ofi_rxm_provider_init);

@@ -13,6 +13,7 @@ extern "C" {
 
 struct fi_provider *ofi_tcp_provider_init(void);   // prov/tcp, built when HAVE_TCP
 struct fi_provider *ofi_verbs_provider_init(void); // prov/verbs, built when HAVE_VERBS
+struct fi_provider *ofi_shm_provider_init(void);   // prov/shm, built when HAVE_SHM
 struct fi_provider *ofi_rxm_provider_init(void);   // prov/rxm, built when HAVE_RXM
 
 #ifdef __cplusplus

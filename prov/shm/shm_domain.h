@@ -1,0 +1,19 @@
+// ShmDomain: util::Domain (CQs, counters, AV, MR map, progress engine) plus endpoints.
+#ifndef PROV_SHM_SHM_DOMAIN_H
+#define PROV_SHM_SHM_DOMAIN_H
+
+#include "prov/shm/shm_fabric.h"
+#include "prov/util/domain.h"
+
+namespace shm {
+
+class ShmDomain : public util::Domain {
+public:
+	ShmDomain(ShmFabric &fabric, const struct fi_info *info, void *context);
+
+	int endpoint(struct fi_info *info, struct fid_ep **ep, void *context);
+};
+
+} // namespace shm
+
+#endif

@@ -1,0 +1,147 @@
+// ShmEndpoint: an FI_EP_MSG endpoint over one shared segment (two rings, shm_ring.h).
+//
+// Lifecycle: idle -> (fi_connect) connecting -> connected, or idle with a ConnRequest handle
+// -> (fi_accept) connected; connected -> closed on fi_shutdown, the peer's socket closing or
+// a ring violation. The AF_UNIX socket stays open for the connection's life: its hangup is
+// how a peer's exit or crash is seen, whatever state its rings are in.
+//
+// Progress: our doorbell eventfd and the socket are fds in the domain's engine; the endpoint
+// is also a progress source, so a busy-polling reader sees ring entries without a syscall.
+// A pass drains the receive ring into posted receives, moves queued sends into the transmit
+// ring, and when it finds nothing to read (or no room) asks the peer for a doorbell.
+// Every API entry holds the domain lock, like progress does.
+#ifndef PROV_SHM_SHM_ENDPOINT_H
+#define PROV_SHM_SHM_ENDPOINT_H
+
+#include "prov/shm/shm_address.h"
+#include "prov/shm/shm_conn_request.h"
+#include "prov/shm/shm_domain.h"
+#include "prov/shm/shm_provider.h"
+#include "prov/shm/shm_segment.h"
+#include "prov/util/endpoint.h"
+#include "prov/util/progress_engine.h"
+#include "prov/util/ring.h"
+
+#include <sys/uio.h>
+
+#include <memory>
+
+namespace shm {
+
+// Internal op flag: an operation that produces no CQ entry by nature (fi_inject*), counted only.
+inline constexpr uint64_t kNoCqEntry = 1ull << 63;
+
+class ShmEndpoint : public util::Endpoint, public util::FdHandler, public util::ProgressSource {
+public:
+	ShmEndpoint(ShmDomain &domain, const struct fi_info *info, void *context);
+	~ShmEndpoint() override;
+
+	// ---- fi_ops / fi_ops_ep ----
+	int close() override;
+	int getopt(int level, int optname, void *optval, size_t *optlen);
+	ssize_t cancel(void *context);
+	ssize_t rx_size_left();
+	ssize_t tx_size_left();
+
+	// ---- fi_ops_cm (shm_endpoint_cm.cpp) ----
+	int getname(void *addr, size_t *addrlen);
+	int getpeer(void *addr, size_t *addrlen);
+	int connect(const void *addr, const void *param, size_t paramlen);
+	int accept(const void *param, size_t paramlen);
+	int shutdown(uint64_t flags);
+
+	// ---- fi_ops_msg (shm_endpoint_msg.cpp) ----
+	ssize_t recv(void *buf, size_t len, void *desc, fi_addr_t src_addr, void *context);
+	ssize_t recvv(const struct iovec *iov, void **desc, size_t count, fi_addr_t src_addr,
+		      void *context);
+	ssize_t recvmsg(const struct fi_msg *msg, uint64_t flags);
+	ssize_t send(const void *buf, size_t len, void *desc, fi_addr_t dest_addr, void *context);
+	ssize_t sendv(const struct iovec *iov, void **desc, size_t count, fi_addr_t dest_addr,
+		      void *context);
+	ssize_t sendmsg(const struct fi_msg *msg, uint64_t flags);
+	ssize_t inject(const void *buf, size_t len, fi_addr_t dest_addr);
+	ssize_t senddata(const void *buf, size_t len, void *desc, uint64_t data,
+			 fi_addr_t dest_addr, void *context);
+	ssize_t injectdata(const void *buf, size_t len, uint64_t data, fi_addr_t dest_addr);
+
+	// ---- progress (shm_endpoint_rx.cpp, shm_endpoint_tx.cpp) ----
+	void on_fd_ready(int fd, uint32_t events) override;
+	void progress() override;
+
+private:
+	enum class State { idle, connecting, connected, closed };
+
+	struct TxEntry {
+		iovec iov[kIovLimit];
+		size_t count = 0;
+		size_t total = 0;
+		size_t sent = 0;          // bytes already in the ring
+		bool started = false;     // first slot written (a 0-byte message has one slot)
+		uint64_t data = 0;
+		bool has_data = false;
+		void *context = nullptr;
+		uint64_t flags = 0;
+	};
+	struct RxEntry {
+		iovec iov[kIovLimit];
+		size_t count = 0;
+		size_t capacity = 0;
+		void *context = nullptr;
+		uint64_t flags = 0;
+		bool canceled = false;
+	};
+	// The message being received (it may span many slots).
+	struct Incoming {
+		bool active = false;
+		size_t total = 0;
+		size_t received = 0;
+		uint64_t data = 0;
+		bool has_data = false;
+	};
+
+	ShmDomain &shm_domain() { return static_cast<ShmDomain &>(domain()); }
+	int check_can_post() const;
+	ssize_t post_send(const iovec *iov, size_t count, void *context, uint64_t flags,
+			  uint64_t data);
+	ssize_t post_recv(const iovec *iov, size_t count, void *context, uint64_t flags);
+	// shm_endpoint_cm.cpp
+	void start_connected(int sock, std::unique_ptr<Segment> segment, int peer_bell,
+			     bool connector);
+	void on_reply();
+	void on_socket_event();
+	void connect_failed(int err, const void *data, size_t len);
+	// Ends the connection: outstanding operations complete with FI_ECANCELED, then
+	// FI_SHUTDOWN (err != 0: logged as the cause).
+	void connection_lost(int err);
+	void release_connection();
+	// shm_endpoint_rx.cpp: false when the peer broke the protocol (connection failed).
+	bool drain_rx();
+	bool take_slot(const SlotHeader &header, const uint8_t *payload);
+	void finish_incoming();
+	// shm_endpoint_tx.cpp: false on a corrupt ring.
+	bool push_tx();
+	// Copies `len` bytes of `entry` from offset `entry.sent` into `dst`.
+	static void gather(TxEntry &entry, uint8_t *dst, size_t len);
+	void cancel_all();
+
+	State state_ = State::idle;
+	int sock_ = -1;           // AF_UNIX socket (connection management, then liveness)
+	int own_bell_ = -1;       // our doorbell: the peer writes it
+	int peer_bell_ = -1;      // the peer's doorbell: we write it
+	bool in_engine_ = false;  // sock_, own_bell_ registered and we are a progress source
+	std::unique_ptr<Segment> segment_;
+	std::unique_ptr<Segment> pending_segment_; // connecting: ours, not yet acknowledged
+	RingProducer tx_ring_;
+	RingConsumer rx_ring_;
+	util::Ring<TxEntry> tx_queue_;
+	util::Ring<RxEntry> rx_queue_;
+	Incoming incoming_;
+	ShmAddress local_{};
+	ShmAddress peer_{};
+	bool have_peer_ = false;
+	bool from_request_ = false; // opened from an FI_CONNREQ: waits for fi_accept
+};
+
+} // namespace shm
+
+#endif

@@ -1,0 +1,164 @@
+// ShmEndpoint: fi_send*/fi_recv*/fi_inject* argument checks and flag handling.
+#include "prov/shm/shm_endpoint.h"
+
+#include <cstring>
+
+namespace shm {
+namespace {
+
+constexpr uint64_t kTxMsgFlags = FI_COMPLETION | FI_INJECT | FI_REMOTE_CQ_DATA |
+	FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_FENCE | FI_MORE |
+	FI_MSG | FI_SEND;
+constexpr uint64_t kRxMsgFlags = FI_COMPLETION | FI_MORE | FI_MSG | FI_RECV;
+
+bool valid_iov(const iovec *iov, size_t count, size_t *total)
+{
+	if (count > kIovLimit || (count && !iov))
+		return false;
+	size_t sum = 0;
+	for (size_t i = 0; i < count; i++) {
+		if (iov[i].iov_len && !iov[i].iov_base)
+			return false;
+		if (iov[i].iov_len > kMaxMsgSize - sum)
+			return false;
+		sum += iov[i].iov_len;
+	}
+	*total = sum;
+	return true;
+}
+
+} // namespace
+
+int ShmEndpoint::check_can_post() const
+{
+	return enabled() ? 0 : -FI_EOPBADSTATE;
+}
+
+ssize_t ShmEndpoint::post_send(const iovec *iov, size_t count, void *context, uint64_t flags,
+			       uint64_t data)
+{
+	size_t total = 0;
+	if (!valid_iov(iov, count, &total))
+		return -FI_EINVAL;
+	bool inject = (flags & FI_INJECT) != 0;
+	if (inject && total > kSlotPayload)
+		return -FI_EINVAL;
+	util::LockGuard guard(domain().lock());
+	int ret = check_can_post();
+	if (ret)
+		return ret;
+	if (state_ != State::connected && state_ != State::connecting)
+		return -FI_ENOTCONN;
+	// Injected data must be in the ring before we return; otherwise a full queue is EAGAIN.
+	if (inject && (state_ != State::connected || !tx_queue_.empty()))
+		return -FI_EAGAIN;
+	if (tx_queue_.full())
+		return -FI_EAGAIN;
+	TxEntry e;
+	memcpy(e.iov, iov, count * sizeof(iovec));
+	e.count = count;
+	e.total = total;
+	e.context = context;
+	e.flags = flags;
+	e.has_data = (flags & FI_REMOTE_CQ_DATA) != 0;
+	e.data = data;
+	if (inject) {
+		uint32_t free_slots = 0;
+		if (!tx_ring_.free_slots(&free_slots)) {
+			connection_lost(-FI_EIO);
+			return -FI_ENOTCONN;
+		}
+		if (free_slots == 0)
+			return -FI_EAGAIN;
+	}
+	tx_queue_.push(e);
+	if (state_ == State::connected)
+		push_tx();
+	return 0;
+}
+
+ssize_t ShmEndpoint::post_recv(const iovec *iov, size_t count, void *context, uint64_t flags)
+{
+	size_t total = 0;
+	if (!valid_iov(iov, count, &total))
+		return -FI_EINVAL;
+	util::LockGuard guard(domain().lock());
+	int ret = check_can_post();
+	if (ret)
+		return ret;
+	if (state_ == State::closed)
+		return -FI_ENOTCONN;
+	if (rx_queue_.full())
+		return -FI_EAGAIN;
+	RxEntry r;
+	memcpy(r.iov, iov, count * sizeof(iovec));
+	r.count = count;
+	r.capacity = total;
+	r.context = context;
+	r.flags = flags;
+	rx_queue_.push(r);
+	// A message may be waiting in the ring for exactly this receive.
+	if (state_ == State::connected && drain_rx())
+		push_tx();
+	return 0;
+}
+
+ssize_t ShmEndpoint::recv(void *buf, size_t len, void *, fi_addr_t, void *context)
+{
+	iovec iov{buf, len};
+	return post_recv(&iov, 1, context, rx_op_flags());
+}
+
+ssize_t ShmEndpoint::recvv(const struct iovec *iov, void **, size_t count, fi_addr_t,
+			   void *context)
+{
+	return post_recv(iov, count, context, rx_op_flags());
+}
+
+ssize_t ShmEndpoint::recvmsg(const struct fi_msg *msg, uint64_t flags)
+{
+	if (!msg || (flags & ~kRxMsgFlags))
+		return -FI_EINVAL;
+	return post_recv(msg->msg_iov, msg->iov_count, msg->context, flags | rx_op_flags());
+}
+
+ssize_t ShmEndpoint::send(const void *buf, size_t len, void *, fi_addr_t, void *context)
+{
+	iovec iov{const_cast<void *>(buf), len};
+	return post_send(&iov, 1, context, tx_op_flags(), 0);
+}
+
+ssize_t ShmEndpoint::sendv(const struct iovec *iov, void **, size_t count, fi_addr_t,
+			   void *context)
+{
+	return post_send(iov, count, context, tx_op_flags(), 0);
+}
+
+ssize_t ShmEndpoint::sendmsg(const struct fi_msg *msg, uint64_t flags)
+{
+	if (!msg || (flags & ~kTxMsgFlags))
+		return -FI_EINVAL;
+	return post_send(msg->msg_iov, msg->iov_count, msg->context, flags | tx_op_flags(),
+			 msg->data);
+}
+
+ssize_t ShmEndpoint::inject(const void *buf, size_t len, fi_addr_t)
+{
+	iovec iov{const_cast<void *>(buf), len};
+	return post_send(&iov, 1, nullptr, FI_INJECT | kNoCqEntry, 0);
+}
+
+ssize_t ShmEndpoint::senddata(const void *buf, size_t len, void *, uint64_t data, fi_addr_t,
+			      void *context)
+{
+	iovec iov{const_cast<void *>(buf), len};
+	return post_send(&iov, 1, context, tx_op_flags() | FI_REMOTE_CQ_DATA, data);
+}
+
+ssize_t ShmEndpoint::injectdata(const void *buf, size_t len, uint64_t data, fi_addr_t)
+{
+	iovec iov{const_cast<void *>(buf), len};
+	return post_send(&iov, 1, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA | kNoCqEntry, data);
+}
+
+} // namespace shm

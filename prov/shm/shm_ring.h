@@ -1,0 +1,145 @@
+// The shared segment's layout and the single-producer single-consumer rings in it.
+//
+// One ring per direction (ring 0: connector -> acceptor, ring 1: the other way), each a fixed
+// number of fixed-size slots; a message longer than a slot's payload takes consecutive slots
+// (the first carries the total length). Head and tail are free-running 64-bit counters, the
+// producer owns head, the consumer tail; each side keeps its own copy and only publishes it,
+// so what the peer writes into the segment is only ever *read* as a claim to be checked
+// (head - tail within the ring size, slot headers in shm_endpoint_rx.cpp).
+//
+// Doorbells: each side has an eventfd in its progress engine that the other side writes,
+// but only when asked to: a consumer that found its ring empty sets consumer_sleeping, a
+// producer that found it full sets producer_waiting. The other side clears the flag with an
+// exchange and writes the eventfd once. A sequentially consistent fence between publishing
+// an index and reading the flag (on both sides) means either the flag is seen or the index is.
+#ifndef PROV_SHM_SHM_RING_H
+#define PROV_SHM_SHM_RING_H
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace shm {
+
+inline constexpr uint32_t kSlots = 64;
+inline constexpr size_t kSlotSize = 4096;
+
+// Written by the producer into each slot, before the payload.
+struct SlotHeader {
+	uint32_t op;       // kOpMsg
+	uint32_t flags;    // kSlotFirst, kSlotCqData
+	uint32_t len;      // payload bytes in this slot (<= kSlotPayload)
+	uint32_t reserved; // 0
+	uint64_t total;    // first slot: message length; later slots: bytes still to come
+	uint64_t cq_data;  // first slot with kSlotCqData
+};
+inline constexpr size_t kSlotPayload = kSlotSize - sizeof(SlotHeader);
+
+inline constexpr uint32_t kOpMsg = 1;
+inline constexpr uint32_t kSlotFirst = 1u << 0;
+inline constexpr uint32_t kSlotCqData = 1u << 1;
+inline constexpr uint32_t kSlotKnownFlags = kSlotFirst | kSlotCqData;
+
+struct RingControl {
+	alignas(64) std::atomic<uint64_t> head;
+	alignas(64) std::atomic<uint64_t> tail;
+	alignas(64) std::atomic<uint32_t> consumer_sleeping;
+	std::atomic<uint32_t> producer_waiting;
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "rings need address-free atomics");
+
+struct Ring {
+	RingControl control;
+	alignas(64) uint8_t slots[kSlots][kSlotSize];
+};
+
+inline constexpr uint64_t kSegmentMagic = 0x316d68735f6966ull; // "fi_shm1"
+inline constexpr uint32_t kSegmentVersion = 1;
+
+struct SegmentLayout {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t slot_count;
+	alignas(64) Ring rings[2];
+};
+
+// The producing side of one ring.
+class RingProducer {
+public:
+	void attach(Ring *ring) { ring_ = ring; head_ = 0; }
+	// Slots free for writing; false when the peer's tail is impossible (corrupt).
+	bool free_slots(uint32_t *count) const
+	{
+		uint64_t tail = ring_->control.tail.load(std::memory_order_acquire);
+		uint64_t used = head_ - tail;
+		if (tail > head_ || used > kSlots)
+			return false;
+		*count = static_cast<uint32_t>(kSlots - used);
+		return true;
+	}
+	uint8_t *slot(uint32_t ahead) { return ring_->slots[(head_ + ahead) % kSlots]; }
+	// Makes `count` written slots visible; true when the consumer asked for a doorbell.
+	bool publish(uint32_t count)
+	{
+		head_ += count;
+		ring_->control.head.store(head_, std::memory_order_release);
+		std::atomic_thread_fence(std::memory_order_seq_cst);
+		return ring_->control.consumer_sleeping.load(std::memory_order_relaxed) &&
+		       ring_->control.consumer_sleeping.exchange(0);
+	}
+	// The ring was full: ask the consumer to ring us when it frees a slot, then look again
+	// (false: still full, the doorbell will come).
+	bool wait_for_space()
+	{
+		ring_->control.producer_waiting.store(1);
+		std::atomic_thread_fence(std::memory_order_seq_cst);
+		uint32_t n = 0;
+		return !free_slots(&n) || n > 0;
+	}
+
+private:
+	Ring *ring_ = nullptr;
+	uint64_t head_ = 0;
+};
+
+// The consuming side of one ring.
+class RingConsumer {
+public:
+	void attach(Ring *ring) { ring_ = ring; tail_ = 0; }
+	// Slots ready to read; false when the peer's head is impossible (corrupt).
+	bool ready_slots(uint32_t *count) const
+	{
+		uint64_t head = ring_->control.head.load(std::memory_order_acquire);
+		uint64_t ready = head - tail_;
+		if (head < tail_ || ready > kSlots)
+			return false;
+		*count = static_cast<uint32_t>(ready);
+		return true;
+	}
+	const uint8_t *slot() const { return ring_->slots[tail_ % kSlots]; }
+	// Frees the slot just read; true when the producer asked for a doorbell.
+	bool release()
+	{
+		tail_++;
+		ring_->control.tail.store(tail_, std::memory_order_release);
+		std::atomic_thread_fence(std::memory_order_seq_cst);
+		return ring_->control.producer_waiting.load(std::memory_order_relaxed) &&
+		       ring_->control.producer_waiting.exchange(0);
+	}
+	// Found empty: ask for a doorbell, then look again (true: something arrived meanwhile).
+	bool arm()
+	{
+		ring_->control.consumer_sleeping.store(1);
+		std::atomic_thread_fence(std::memory_order_seq_cst);
+		uint32_t n = 0;
+		return !ready_slots(&n) || n > 0;
+	}
+
+private:
+	Ring *ring_ = nullptr;
+	uint64_t tail_ = 0;
+};
+
+} // namespace shm
+
+#endif

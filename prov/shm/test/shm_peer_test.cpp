@@ -1,0 +1,252 @@
+// Untrusted peers: a connector speaking the protocol by hand (internal headers) that forges
+// ring entries or indices, a process of another user, and a peer process that exits.
+#include "prov/shm/shm_address.h"
+#include "prov/shm/shm_cm.h"
+#include "prov/shm/shm_segment.h"
+#include "prov/shm/test/shm_test_pair.h"
+
+#include <gtest/gtest.h>
+
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+
+namespace {
+
+using shm_test::EqEvent;
+using shm_test::ShmPair;
+
+int connect_raw(const std::vector<uint8_t> &listen_addr)
+{
+	shm::ShmAddress a;
+	if (!shm::parse_address(listen_addr.data(), listen_addr.size(), &a))
+		return -1;
+	sockaddr_un name;
+	socklen_t len = shm::socket_name(a, &name);
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (connect(s, reinterpret_cast<sockaddr *>(&name), len) != 0) {
+		close(s);
+		return -1;
+	}
+	return s;
+}
+
+// A peer of our own making: it holds the segment and writes ring 0 as it likes.
+struct RawPeer {
+	int sock = -1;
+	int bell = -1;
+	std::unique_ptr<shm::Segment> segment;
+	~RawPeer()
+	{
+		if (sock >= 0)
+			close(sock);
+		if (bell >= 0)
+			close(bell);
+	}
+	shm::Ring &ring() { return segment->layout().rings[0]; }
+	// Writes one slot with the given header fields and publishes `advance` slots.
+	void forge(uint32_t flags, uint32_t len, uint64_t total, uint64_t head_advance = 1)
+	{
+		shm::SlotHeader h{};
+		h.op = shm::kOpMsg;
+		h.flags = flags;
+		h.len = len;
+		h.total = total;
+		uint64_t head = ring().control.head.load();
+		memcpy(ring().slots[head % shm::kSlots], &h, sizeof(h));
+		ring().control.head.store(head + head_advance);
+	}
+};
+
+class ShmForged : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		ASSERT_TRUE(p.open());
+		peer.sock = connect_raw(p.listen_addr);
+		ASSERT_GE(peer.sock, 0);
+		peer.segment = shm::Segment::create();
+		peer.bell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		int fds[2] = {peer.segment->fd(), peer.bell};
+		ASSERT_EQ(0, shm::send_cm(peer.sock, shm::kCmRequest, nullptr, 0, fds, 2));
+		peer.segment->close_fd();
+		EqEvent req = p.wait_eq(p.server_eq);
+		ASSERT_EQ(FI_CONNREQ, req.event);
+		ASSERT_EQ(0, fi_endpoint(p.domain, req.info, &p.server, nullptr));
+		fi_freeinfo(req.info);
+		ASSERT_EQ(0, fi_ep_bind(p.server, &p.server_eq->fid, 0));
+		ASSERT_EQ(0, fi_ep_bind(p.server, &p.server_cq->fid, FI_TRANSMIT | FI_RECV));
+		ASSERT_EQ(0, fi_enable(p.server));
+		ASSERT_EQ(0, fi_accept(p.server, nullptr, 0));
+		ASSERT_EQ(FI_CONNECTED, p.wait_eq(p.server_eq).event);
+		shm::CmMessage accept_msg;
+		ASSERT_EQ(1, shm::recv_cm(peer.sock, &accept_msg));
+		EXPECT_EQ(shm::kCmAccept, accept_msg.type);
+		accept_msg.close_fds();
+		ASSERT_EQ(0, fi_recv(p.server, buf, sizeof(buf), nullptr, 0, buf));
+	}
+	// The forged entry fails the connection: FI_SHUTDOWN, the receive back with an error.
+	void expect_failed()
+	{
+		EqEvent s = p.wait_eq(p.server_eq);
+		EXPECT_EQ(FI_SHUTDOWN, s.event);
+		fi_cq_data_entry e;
+		fi_cq_err_entry err{};
+		EXPECT_EQ(-FI_EAVAIL, p.wait_cq(p.server_cq, &e, &err));
+		EXPECT_NE(0, err.err);
+		EXPECT_EQ(-FI_ENOTCONN, fi_send(p.server, "x", 1, nullptr, 0, nullptr));
+		// The peer learns it too: its socket is closed.
+		char byte;
+		EXPECT_LE(recv(peer.sock, &byte, 1, 0), 0);
+	}
+	ShmPair p;
+	RawPeer peer;
+	char buf[64] = {};
+};
+
+TEST_F(ShmForged, LengthBeyondTheSlot)
+{
+	peer.forge(shm::kSlotFirst, shm::kSlotPayload + 1, shm::kSlotPayload + 1);
+	expect_failed();
+}
+
+TEST_F(ShmForged, LengthDisagreesWithTotal)
+{
+	peer.forge(shm::kSlotFirst, 10, 5);
+	expect_failed();
+}
+
+TEST_F(ShmForged, ContinuationWithoutAFirstSlot)
+{
+	peer.forge(0, 10, 10);
+	expect_failed();
+}
+
+TEST_F(ShmForged, UnknownFlagsOrOp)
+{
+	peer.forge(shm::kSlotFirst | 0x80, 1, 1);
+	expect_failed();
+}
+
+TEST_F(ShmForged, HeadBeyondTheRing)
+{
+	peer.forge(shm::kSlotFirst, 1, 1, shm::kSlots + 5);
+	expect_failed();
+}
+
+TEST_F(ShmForged, HugeTotal)
+{
+	peer.forge(shm::kSlotFirst, shm::kSlotPayload, uint64_t(1) << 62);
+	expect_failed();
+}
+
+TEST_F(ShmForged, AValidEntryIsDelivered)
+{
+	// The same hand-made peer, well behaved: its message arrives (the test peer is right).
+	shm::SlotHeader h{};
+	h.op = shm::kOpMsg;
+	h.flags = shm::kSlotFirst;
+	h.len = 3;
+	h.total = 3;
+	memcpy(peer.ring().slots[0], &h, sizeof(h));
+	memcpy(peer.ring().slots[0] + sizeof(h), "ok", 3);
+	peer.ring().control.head.store(1);
+	fi_cq_data_entry e;
+	ASSERT_EQ(1, p.wait_cq(p.server_cq, &e));
+	EXPECT_EQ(3u, e.len);
+	EXPECT_STREQ("ok", buf);
+}
+
+// A process of another user reaches the listener's socket but is dropped before any
+// request is read: no FI_CONNREQ, and no memory is shared with it.
+TEST(ShmPeers, AnotherUserIsRefused)
+{
+	if (geteuid() != 0)
+		GTEST_SKIP() << "needs root to run a process as another user";
+	ShmPair p;
+	ASSERT_TRUE(p.open());
+	pid_t child = fork();
+	if (child == 0) {
+		if (setgid(65534) != 0 || setuid(65534) != 0)
+			_exit(2);
+		shm::ShmAddress a;
+		shm::parse_address(p.listen_addr.data(), p.listen_addr.size(), &a);
+		sockaddr_un name;
+		shm::socket_name(a, &name); // our uid in the name: rebuild it with the listener's
+		char path[108];
+		snprintf(path, sizeof(path), "fi_shm.0.%s", a.text + 9);
+		memset(name.sun_path, 0, sizeof(name.sun_path));
+		memcpy(name.sun_path + 1, path, strlen(path));
+		socklen_t len = offsetof(sockaddr_un, sun_path) + 1 + strlen(path);
+		int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+		if (connect(s, reinterpret_cast<sockaddr *>(&name), len) != 0)
+			_exit(3);
+		auto seg = shm::Segment::create();
+		int bell = eventfd(0, 0);
+		int fds[2] = {seg->fd(), bell};
+		shm::send_cm(s, shm::kCmRequest, nullptr, 0, fds, 2);
+		char byte;
+		// The listener closes the socket: recv ends with 0 or an error.
+		_exit(recv(s, &byte, 1, 0) <= 0 ? 0 : 4);
+	}
+	ASSERT_GT(child, 0);
+	EqEvent e = p.wait_eq(p.server_eq, 500);
+	EXPECT_NE(FI_CONNREQ, e.event);
+	int status = 0;
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+// A peer process that sends and then dies: its message arrives, then FI_SHUTDOWN.
+TEST(ShmPeers, PeerProcessExitIsAShutdown)
+{
+	ShmPair p;
+	ASSERT_TRUE(p.open());
+	pid_t child = fork();
+	if (child == 0) {
+		// Fresh objects of our own in the child, aimed at the parent's listener.
+		ShmPair c;
+		c.listen_addr = p.listen_addr;
+		if (!c.open())
+			_exit(2);
+		c.listen_addr = p.listen_addr;
+		if (!c.open_client())
+			_exit(3);
+		if (fi_connect(c.client, p.listen_addr.data(), nullptr, 0) != 0)
+			_exit(4);
+		if (c.wait_eq(c.client_eq).event != FI_CONNECTED)
+			_exit(5);
+		if (fi_send(c.client, "bye", 4, nullptr, 0, nullptr) != 0)
+			_exit(6);
+		fi_cq_data_entry e;
+		if (c.wait_cq(c.client_cq, &e) != 1)
+			_exit(7);
+		_exit(0); // no close, like a crash
+	}
+	ASSERT_GT(child, 0);
+	EqEvent req = p.wait_eq(p.server_eq);
+	ASSERT_EQ(FI_CONNREQ, req.event);
+	ASSERT_EQ(0, fi_endpoint(p.domain, req.info, &p.server, nullptr));
+	fi_freeinfo(req.info);
+	ASSERT_EQ(0, fi_ep_bind(p.server, &p.server_eq->fid, 0));
+	ASSERT_EQ(0, fi_ep_bind(p.server, &p.server_cq->fid, FI_TRANSMIT | FI_RECV));
+	ASSERT_EQ(0, fi_enable(p.server));
+	char buf[8] = {};
+	ASSERT_EQ(0, fi_recv(p.server, buf, sizeof(buf), nullptr, 0, nullptr));
+	ASSERT_EQ(0, fi_accept(p.server, nullptr, 0));
+	ASSERT_EQ(FI_CONNECTED, p.wait_eq(p.server_eq).event);
+	int status = 0;
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	fi_cq_data_entry e;
+	ASSERT_EQ(1, p.wait_cq(p.server_cq, &e));
+	EXPECT_STREQ("bye", buf);
+	EXPECT_EQ(FI_SHUTDOWN, p.wait_eq(p.server_eq).event);
+}
+
+} // namespace

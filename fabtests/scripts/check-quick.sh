@@ -5,7 +5,7 @@
 set -u
 : "${top_builddir:?run from make check (top_builddir unset)}"
 here=$(cd "$(dirname "$0")" && pwd)
-providers=${FABTESTS_CHECK_PROVIDERS:-"tcp,tcp;ofi_rxm"}
+providers=${FABTESTS_CHECK_PROVIDERS:-"tcp,tcp;ofi_rxm,shm,shm;ofi_rxm"}
 # A port range of our own per run, so concurrent make check runs rarely collide.
 port_base=$((22200 + ($$ % 300) * 2))
 

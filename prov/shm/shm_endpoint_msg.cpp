@@ -117,9 +117,11 @@ ssize_t ShmEndpoint::recvv(const struct iovec *iov, void **, size_t count, fi_ad
 
 ssize_t ShmEndpoint::recvmsg(const struct fi_msg *msg, uint64_t flags)
 {
-	if (!msg || (flags & ~kRxMsgFlags))
+	if (!msg)
 		return -FI_EINVAL;
-	return post_recv(msg->msg_iov, msg->iov_count, msg->context, flags | rx_op_flags());
+	if (flags & ~kRxMsgFlags)
+		return -FI_EBADFLAGS;
+	return post_recv(msg->msg_iov, msg->iov_count, msg->context, flags);
 }
 
 ssize_t ShmEndpoint::send(const void *buf, size_t len, void *, fi_addr_t, void *context)
@@ -136,10 +138,11 @@ ssize_t ShmEndpoint::sendv(const struct iovec *iov, void **, size_t count, fi_ad
 
 ssize_t ShmEndpoint::sendmsg(const struct fi_msg *msg, uint64_t flags)
 {
-	if (!msg || (flags & ~kTxMsgFlags))
+	if (!msg)
 		return -FI_EINVAL;
-	return post_send(msg->msg_iov, msg->iov_count, msg->context, flags | tx_op_flags(),
-			 msg->data);
+	if (flags & ~kTxMsgFlags)
+		return -FI_EBADFLAGS;
+	return post_send(msg->msg_iov, msg->iov_count, msg->context, flags, msg->data);
 }
 
 ssize_t ShmEndpoint::inject(const void *buf, size_t len, fi_addr_t)

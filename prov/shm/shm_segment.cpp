@@ -97,7 +97,12 @@ bool check_eventfd(int fd)
 	if (n <= 0)
 		return false;
 	target[n] = '\0';
-	return strcmp(target, "anon_inode:[eventfd]") == 0;
+	if (strcmp(target, "anon_inode:[eventfd]") != 0)
+		return false;
+	// We write the peer's doorbell: a blocking one whose counter the peer filled up would
+	// hold us in write() forever. Non-blocking, a full counter just means "already rung".
+	int fl = fcntl(fd, F_GETFL);
+	return fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0;
 }
 
 void ring_doorbell(int fd)

@@ -36,7 +36,8 @@ private:
 };
 
 // An eventfd doorbell: ours (read in our engine) or the peer's (written by us).
-// check_eventfd: true when `fd` really is an eventfd (a peer's fd is written 8 bytes at a time).
+// check_eventfd: true when `fd` really is an eventfd (a peer's fd is written 8 bytes at a
+// time), now non-blocking.
 bool check_eventfd(int fd);
 void ring_doorbell(int fd);
 void drain_doorbell(int fd);

@@ -97,7 +97,7 @@ TEST_F(ShmMsg, VectorsAndRemoteData)
 	rx = completion(p.server_cq);
 	completion(p.client_cq);
 	EXPECT_EQ(42u, rx.data);
-	EXPECT_EQ(-FI_EINVAL, fi_sendmsg(p.client, &msg, FI_TAGGED));
+	EXPECT_EQ(-FI_EBADFLAGS, fi_sendmsg(p.client, &msg, FI_TAGGED));
 }
 
 TEST_F(ShmMsg, InjectNeedsNoCompletion)

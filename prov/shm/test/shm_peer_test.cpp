@@ -70,7 +70,7 @@ protected:
 		peer.sock = connect_raw(p.listen_addr);
 		ASSERT_GE(peer.sock, 0);
 		peer.segment = shm::Segment::create();
-		peer.bell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		peer.bell = eventfd(0, (blocking_bell ? 0 : EFD_NONBLOCK) | EFD_CLOEXEC);
 		int fds[2] = {peer.segment->fd(), peer.bell};
 		ASSERT_EQ(0, shm::send_cm(peer.sock, shm::kCmRequest, nullptr, 0, fds, 2));
 		peer.segment->close_fd();
@@ -106,7 +106,25 @@ protected:
 	ShmPair p;
 	RawPeer peer;
 	char buf[64] = {};
+	bool blocking_bell = false;
 };
+
+// A peer hands over a blocking doorbell and fills its counter: ringing it must not block us.
+class ShmBlockingBell : public ShmForged {
+public:
+	ShmBlockingBell() { blocking_bell = true; }
+};
+
+TEST_F(ShmBlockingBell, AFullPeerDoorbellDoesNotHoldUs)
+{
+	uint64_t almost_full = 0xfffffffffffffffeull;
+	ASSERT_EQ(8, write(peer.bell, &almost_full, sizeof(almost_full)));
+	peer.segment->layout().rings[1].control.consumer_sleeping.store(1);
+	ASSERT_EQ(0, fi_send(p.server, "x", 1, nullptr, 0, nullptr));
+	fi_cq_data_entry e;
+	ASSERT_EQ(1, p.wait_cq(p.server_cq, &e));
+	EXPECT_EQ(1u, peer.segment->layout().rings[1].control.head.load());
+}
 
 TEST_F(ShmForged, LengthBeyondTheSlot)
 {

@@ -19,7 +19,7 @@ list=$("$FI_INFO" -l 2>&1) || fail "fi_info -l: $list"
 echo "$list" | grep -q '^sockets:' && fail "fi_info -l shows the system library: $list"
 for prov in $(echo "$list" | sed -n 's/^\([a-z_]*\):$/\1/p'); do
 	case $prov in
-	tcp|verbs|ofi_rxm) ;;
+	tcp|verbs|shm|ofi_rxm) ;;
 	*) fail "unexpected provider $prov" ;;
 	esac
 done

@@ -61,7 +61,7 @@ fi
 # Our providers are the only ones a listing may show (the system library has others).
 run_tool sys "$sys_tool" -l
 if grep -q ':$' "$work/sys.out"; then
-	if grep ':$' "$work/sys.out" | grep -v -x -E '(tcp|verbs|ofi_rxm):'; then
+	if grep ':$' "$work/sys.out" | grep -v -x -E '(tcp|verbs|shm|ofi_rxm):'; then
 		fail "fi_info -l lists providers that are not ours"
 	fi
 else

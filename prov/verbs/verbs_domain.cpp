@@ -1,6 +1,8 @@
 #include "prov/verbs/verbs_domain.h"
 
+#include <cerrno>
 #include <cstring>
+#include <memory>
 
 #include <rdma/rdma_cma.h>
 
@@ -10,87 +12,99 @@
 #include "prov/verbs/verbs_mr.h"
 #include "prov/verbs/verbs_provider.h"
 #include "prov/verbs/verbs_srx.h"
+#include "prov/util/error.h"
 #include "prov/util/flow_ctrl_ops.h"
 #include "prov/util/ops_tables.h"
 
 namespace verbs {
 
-UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<VerbsDomain>().close);
+namespace {
+
+// The device is found by name: a domain needs one.
+const struct fi_info *checked_info(const struct fi_info *info)
+{
+	if (!info || !info->domain_attr || !info->domain_attr->name)
+		throw util::Error(-FI_EINVAL);
+	return info;
+}
+
+} // namespace
+
 UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<VerbsDomain>().ops_open);
+UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<VerbsDomain>().bind);
 UTIL_ASSERT_IMPLEMENTED(util::make_domain_ops<VerbsDomain>().cq_open);
 UTIL_ASSERT_IMPLEMENTED(util::make_domain_ops<VerbsDomain>().endpoint);
 UTIL_ASSERT_IMPLEMENTED(util::make_domain_ops<VerbsDomain>().endpoint2);
 UTIL_ASSERT_IMPLEMENTED(util::make_domain_ops<VerbsDomain>().srx_ctx);
+UTIL_ASSERT_IMPLEMENTED(util::make_domain_ops<VerbsDomain>().cntr_open);
+UTIL_ASSERT_IMPLEMENTED(util::make_domain_ops<VerbsDomain>().av_open);
+UTIL_ASSERT_IMPLEMENTED(util::make_domain_ops<VerbsDomain>().poll_open);
 UTIL_ASSERT_IMPLEMENTED(util::make_mr_ops<VerbsDomain>().reg);
 UTIL_ASSERT_IMPLEMENTED(util::make_mr_ops<VerbsDomain>().regv);
 UTIL_ASSERT_IMPLEMENTED(util::make_mr_ops<VerbsDomain>().regattr);
 
-VerbsDomain::VerbsDomain(VerbsFabric *fabric, void *context)
-	: util::FidObject(embedded_fid, FI_CLASS_DOMAIN, context), fabric_(fabric)
+void VerbsDomain::DeviceListDeleter::operator()(struct ibv_context **list) const
 {
-	fid_domain &pub = embedded_fid.pub;
-	pub.fid.ops = util::ops_ptr<VerbsDomain, util::make_fi_ops<VerbsDomain>>();
-	pub.ops = util::ops_ptr<VerbsDomain, util::make_domain_ops<VerbsDomain>>();
-	pub.mr = util::ops_ptr<VerbsDomain, util::make_mr_ops<VerbsDomain>>();
+	rdma_free_devices(list);
 }
 
-int VerbsDomain::open(VerbsFabric *fabric, struct fi_info *info, struct fid_domain **domain,
-		      void *context)
+// The device progresses data by itself (FI_PROGRESS_AUTO in verbs's domain_attr): util must
+// not start an engine thread, which would only wake up to find nothing to do.
+VerbsDomain::VerbsDomain(VerbsFabric &fabric, const struct fi_info *info, void *context)
+	: util::Domain(fabric, checked_info(info), context, AutoProgress::provider)
 {
-	if (!info || !domain || !info->domain_attr || !info->domain_attr->name)
-		return -FI_EINVAL;
-	auto *self = new VerbsDomain(fabric, context);
-
 	// The device context must be rdma_cm's own: QPs are created on CM ids, whose
 	// ->verbs is that context, and the PD has to belong to the same one.
 	int count = 0;
-	self->device_list_ = rdma_get_devices(&count);
-	for (int i = 0; self->device_list_ && i < count; i++) {
-		if (std::strcmp(ibv_get_device_name(self->device_list_[i]->device),
-				info->domain_attr->name) == 0)
-			self->context_ = self->device_list_[i];
+	device_list_.reset(rdma_get_devices(&count));
+	const char *name = this->info()->domain_attr->name;
+	for (int i = 0; device_list_ && i < count; i++) {
+		if (std::strcmp(ibv_get_device_name(device_list_.get()[i]->device), name) == 0)
+			context_ = device_list_.get()[i];
 	}
-	int ret = 0;
-	if (!self->context_) {
-		VERBS_WARN(FI_LOG_DOMAIN, "no RDMA device named %s\n", info->domain_attr->name);
-		ret = -FI_ENODEV;
-	} else if (ibv_query_device(self->context_, &self->device_attr_) != 0) {
-		ret = -errno;
-	} else if (!(self->pd_ = ibv_alloc_pd(self->context_))) {
+	if (!context_) {
+		VERBS_WARN(FI_LOG_DOMAIN, "no RDMA device named %s\n", name);
+		throw util::Error(-FI_ENODEV);
+	}
+	if (ibv_query_device(context_, &device_attr_) != 0)
+		throw util::Error(errno ? -errno : -FI_EIO);
+	pd_.reset(ibv_alloc_pd(context_));
+	if (!pd_) {
 		VERBS_WARN(FI_LOG_DOMAIN, "ibv_alloc_pd failed: %s\n", strerror(errno));
-		ret = -FI_ENOMEM;
-	} else if (!(self->info_ = fi_dupinfo(info))) {
-		ret = -FI_ENOMEM;
+		throw util::Error(-FI_ENOMEM);
 	}
-	if (ret) {
-		delete self;
-		return ret;
+	install_ops<VerbsDomain>();
+}
+
+const char *VerbsDomain::prov_strerror(int prov_errno, const void *, char *buf, size_t len)
+{
+	const char *text = ibv_wc_status_str(static_cast<enum ibv_wc_status>(prov_errno));
+	if (buf && len) {
+		std::strncpy(buf, text, len - 1);
+		buf[len - 1] = '\0';
+		return buf;
 	}
-	fabric->ref();
-	*domain = self->domain_fid();
-	return 0;
+	return text;
 }
 
-VerbsDomain::~VerbsDomain()
+int VerbsDomain::cntr_open(struct fi_cntr_attr *, struct fid_cntr **, void *)
 {
-	if (pd_)
-		ibv_dealloc_pd(pd_);
-	if (device_list_)
-		rdma_free_devices(device_list_);
-	fi_freeinfo(info_);
+	return -FI_ENOSYS;
 }
 
-uint32_t VerbsDomain::api_version() const
+int VerbsDomain::av_open(struct fi_av_attr *, struct fid_av **, void *)
 {
-	return fabric_->api_version();
+	return -FI_ENOSYS;
 }
 
-int VerbsDomain::close()
+int VerbsDomain::poll_open(struct fi_poll_attr *, struct fid_poll **)
 {
-	if (busy())
-		return -FI_EBUSY;
-	fabric_->unref();
-	return util::FidObject::close();
+	return -FI_ENOSYS;
+}
+
+int VerbsDomain::bind(struct fid *, uint64_t)
+{
+	return -FI_ENOSYS;
 }
 
 int VerbsDomain::ops_open(const char *name, uint64_t flags, void **ops, void *context)
@@ -151,7 +165,12 @@ int VerbsDomain::mr_regv(const struct iovec *iov, size_t count, uint64_t access,
 
 int VerbsDomain::mr_regattr(const struct fi_mr_attr *attr, uint64_t flags, struct fid_mr **mr)
 {
-	return VerbsMemoryRegion::open(this, attr, flags, mr);
+	if (!attr || !mr)
+		return -FI_EINVAL;
+	auto region = std::make_unique<VerbsMemoryRegion>(*this, *attr, flags);
+	*mr = region.release()->mr_fid();
+	report_registration(*mr, attr->context);
+	return 0;
 }
 
 } // namespace verbs

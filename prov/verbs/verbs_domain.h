@@ -1,15 +1,18 @@
 // The domain: one RDMA device (its rdma_cm-owned ibv_context) and a protection domain.
-// Opens completion queues, endpoints and memory registrations.
+// A util::Domain (info copy, lock, references, close, api version); verbs adds the device,
+// its own completion queues, endpoints, shared receive contexts and ibv memory
+// registrations, and refuses the util objects it cannot serve (counters, address vectors,
+// poll sets, EQ binding).
 #ifndef OFI_PROV_VERBS_DOMAIN_H
 #define OFI_PROV_VERBS_DOMAIN_H
 
-#include <string>
+#include <memory>
 
 #include <infiniband/verbs.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 
-#include "prov/util/fid_object.h"
+#include "prov/util/domain.h"
 
 namespace verbs {
 
@@ -17,20 +20,20 @@ class VerbsFabric;
 
 // Endpoints, CQs, MRs and shared receive contexts hold a reference (util::FidObject::ref):
 // the domain cannot close under them.
-class VerbsDomain : public util::FidStorage<fid_domain>, public util::FidObject {
+class VerbsDomain : public util::Domain {
 public:
-	static int open(VerbsFabric *fabric, struct fi_info *info, struct fid_domain **domain,
-			void *context);
+	// Throws util::Error: -FI_EINVAL without a device name, -FI_ENODEV for an unknown
+	// device, -FI_ENOMEM when the protection domain cannot be allocated.
+	VerbsDomain(VerbsFabric &fabric, const struct fi_info *info, void *context);
 
 	struct ibv_context *context() const { return context_; }
-	struct ibv_pd *pd() const { return pd_; }
+	struct ibv_pd *pd() const { return pd_.get(); }
 	const struct ibv_device_attr &device_attr() const { return device_attr_; }
-	const struct fi_info *info() const { return info_; }
-	VerbsFabric *fabric() const { return fabric_; }
-	uint32_t api_version() const;
-	struct fid_domain *domain_fid() { return &embedded_fid.pub; }
 
-	int close() override;
+	// fi_cq_strerror: prov_errno of a verbs CQ error entry is an ibv_wc_status.
+	const char *prov_strerror(int prov_errno, const void *err_data, char *buf,
+				  size_t len) override;
+
 	// OFI_FLOW_CTRL_OPS_NAME: the credit flow-control hooks (prov/util/flow_ctrl_ops.h).
 	int ops_open(const char *name, uint64_t flags, void **ops, void *context);
 	int cq_open(struct fi_cq_attr *attr, struct fid_cq **cq, void *context);
@@ -43,15 +46,27 @@ public:
 		    uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context);
 	int mr_regattr(const struct fi_mr_attr *attr, uint64_t flags, struct fid_mr **mr);
 
+	// What util::Domain offers but verbs does not (-FI_ENOSYS): counters, address vectors
+	// and poll sets (FI_EP_MSG has no AV; completions are counted nowhere), and binding an
+	// EQ (verbs registers memory synchronously and reports nothing through the domain).
+	int cntr_open(struct fi_cntr_attr *attr, struct fid_cntr **cntr, void *context);
+	int av_open(struct fi_av_attr *attr, struct fid_av **av, void *context);
+	int poll_open(struct fi_poll_attr *attr, struct fid_poll **pollset);
+	int bind(struct fid *bfid, uint64_t flags);
+
 private:
-	VerbsDomain(VerbsFabric *fabric, void *context);
-	~VerbsDomain() override;
-	VerbsFabric *fabric_;
-	struct fi_info *info_ = nullptr;
-	struct ibv_context **device_list_ = nullptr; // rdma_get_devices(); owns context_
+	struct DeviceListDeleter {
+		void operator()(struct ibv_context **list) const;
+	};
+	struct PdDeleter {
+		void operator()(struct ibv_pd *pd) const { ibv_dealloc_pd(pd); }
+	};
+
+	// Declared in this order so the PD goes before the device list that owns its context.
+	std::unique_ptr<struct ibv_context *, DeviceListDeleter> device_list_; // rdma_get_devices()
 	struct ibv_context *context_ = nullptr;
-	struct ibv_pd *pd_ = nullptr;
 	struct ibv_device_attr device_attr_ {};
+	std::unique_ptr<struct ibv_pd, PdDeleter> pd_;
 };
 
 } // namespace verbs

@@ -1,6 +1,7 @@
 #include "prov/verbs/verbs_fabric.h"
 
 #include <cstring>
+#include <memory>
 
 #include "prov/verbs/verbs_cq.h"
 #include "prov/verbs/verbs_domain.h"
@@ -39,7 +40,11 @@ int VerbsFabric::open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, v
 
 int VerbsFabric::domain(struct fi_info *info, struct fid_domain **domain, void *context)
 {
-	return VerbsDomain::open(this, info, domain, context);
+	if (!domain)
+		return -FI_EINVAL;
+	auto object = std::make_unique<VerbsDomain>(*this, info, context);
+	*domain = object.release()->domain_fid();
+	return 0;
 }
 
 int VerbsFabric::domain2(struct fi_info *info, struct fid_domain **domain, uint64_t flags,
@@ -47,7 +52,7 @@ int VerbsFabric::domain2(struct fi_info *info, struct fid_domain **domain, uint6
 {
 	if (flags)
 		return -FI_EBADFLAGS;
-	return VerbsDomain::open(this, info, domain, context);
+	return this->domain(info, domain, context);
 }
 
 int VerbsFabric::passive_ep(struct fi_info *info, struct fid_pep **pep, void *context)

@@ -1,9 +1,11 @@
 #include "prov/verbs/verbs_mr.h"
 
+#include <cerrno>
 #include <cstring>
 
 #include "prov/verbs/verbs_domain.h"
 #include "prov/verbs/verbs_provider.h"
+#include "prov/util/error.h"
 #include "prov/util/ops_tables.h"
 
 namespace verbs {
@@ -15,15 +17,6 @@ constexpr uint64_t kAllAccess = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMO
 } // namespace
 
 UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<VerbsMemoryRegion>().close);
-
-VerbsMemoryRegion::VerbsMemoryRegion(VerbsDomain *domain, struct ibv_mr *mr, void *context)
-	: util::FidObject(embedded_fid, FI_CLASS_MR, context), domain_(domain), mr_(mr)
-{
-	embedded_fid.pub.fid.ops =
-		util::ops_ptr<VerbsMemoryRegion, util::make_fi_ops<VerbsMemoryRegion>>();
-	embedded_fid.pub.mem_desc = &embedded_fid.pub;
-	embedded_fid.pub.key = mr->rkey;
-}
 
 VerbsMemoryRegion *VerbsMemoryRegion::from_desc(const void *desc)
 {
@@ -47,41 +40,61 @@ int VerbsMemoryRegion::ibv_access_for(uint64_t access)
 	return ibv;
 }
 
-int VerbsMemoryRegion::open(VerbsDomain *domain, const struct fi_mr_attr *attr, uint64_t flags,
-			    struct fid_mr **mr)
-{
-	if (!attr || !mr)
-		return -FI_EINVAL;
-	if (flags)
-		return -FI_EBADFLAGS;
-	if (attr->access & ~kAllAccess)
-		return -FI_EINVAL;
-	if (attr->iov_count != 1 || !attr->mr_iov)
-		return attr->iov_count > 1 ? -FI_ENOSYS : -FI_EINVAL;
-	if (attr->iface != FI_HMEM_SYSTEM)
-		return -FI_ENOSYS;
-	const struct iovec &iov = attr->mr_iov[0];
-	if (!iov.iov_base && iov.iov_len)
-		return -FI_EINVAL;
+namespace {
 
-	int access = ibv_access_for(attr->access);
+// The one iovec of a registration, checked.
+const struct iovec &checked_iov(const struct fi_mr_attr &attr, uint64_t flags)
+{
+	if (flags)
+		throw util::Error(-FI_EBADFLAGS);
+	if (attr.access & ~kAllAccess)
+		throw util::Error(-FI_EINVAL);
+	if (attr.iov_count != 1 || !attr.mr_iov)
+		throw util::Error(attr.iov_count > 1 ? -FI_ENOSYS : -FI_EINVAL);
+	if (attr.iface != FI_HMEM_SYSTEM)
+		throw util::Error(-FI_ENOSYS);
+	const struct iovec &iov = attr.mr_iov[0];
+	if (!iov.iov_base && iov.iov_len)
+		throw util::Error(-FI_EINVAL);
+	return iov;
+}
+
+struct ibv_mr *register_region(VerbsDomain &domain, const struct fi_mr_attr &attr,
+			       uint64_t flags)
+{
+	const struct iovec &iov = checked_iov(attr, flags);
+	int access = VerbsMemoryRegion::ibv_access_for(attr.access);
 	if (params().use_odp)
 		access |= IBV_ACCESS_ON_DEMAND;
-	struct ibv_mr *ibv = ibv_reg_mr(domain->pd(), iov.iov_base, iov.iov_len, access);
-	if (!ibv) {
+	struct ibv_mr *mr = ibv_reg_mr(domain.pd(), iov.iov_base, iov.iov_len, access);
+	if (!mr) {
 		int err = errno ? errno : ENOMEM;
 		VERBS_WARN(FI_LOG_MR, "ibv_reg_mr(%p, %zu) failed: %s\n", iov.iov_base, iov.iov_len,
 			   strerror(err));
-		return -err;
+		throw util::Error(-err);
 	}
-	auto *self = new (std::nothrow) VerbsMemoryRegion(domain, ibv, attr->context);
-	if (!self) {
-		ibv_dereg_mr(ibv);
-		return -FI_ENOMEM;
-	}
-	domain->ref();
-	*mr = &self->embedded_fid.pub;
-	return 0;
+	return mr;
+}
+
+} // namespace
+
+VerbsMemoryRegion::VerbsMemoryRegion(VerbsDomain &domain, const struct fi_mr_attr &attr,
+				     uint64_t flags)
+	: util::FidObject(embedded_fid, FI_CLASS_MR, attr.context), domain_(domain),
+	  mr_(register_region(domain, attr, flags))
+{
+	embedded_fid.pub.fid.ops =
+		util::ops_ptr<VerbsMemoryRegion, util::make_fi_ops<VerbsMemoryRegion>>();
+	embedded_fid.pub.mem_desc = &embedded_fid.pub;
+	embedded_fid.pub.key = mr_->rkey;
+	domain_.ref();
+}
+
+VerbsMemoryRegion::~VerbsMemoryRegion()
+{
+	if (mr_)
+		ibv_dereg_mr(mr_);
+	domain_.unref();
 }
 
 bool VerbsMemoryRegion::covers(const void *addr, size_t len) const
@@ -93,10 +106,11 @@ bool VerbsMemoryRegion::covers(const void *addr, size_t len) const
 
 int VerbsMemoryRegion::close()
 {
+	// A registration the device refuses to release stays open, so the caller sees why.
 	int ret = ibv_dereg_mr(mr_);
 	if (ret)
 		return -ret;
-	domain_->unref();
+	mr_ = nullptr;
 	return util::FidObject::close();
 }
 

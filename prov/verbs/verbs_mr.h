@@ -14,8 +14,12 @@ class VerbsDomain;
 
 class VerbsMemoryRegion : public util::FidStorage<fid_mr>, public util::FidObject {
 public:
-	static int open(VerbsDomain *domain, const struct fi_mr_attr *attr, uint64_t flags,
-			struct fid_mr **mr);
+	// Registers attr's one iovec with ibv_reg_mr; throws util::Error for bad attributes
+	// (-FI_EINVAL, -FI_EBADFLAGS, -FI_ENOSYS for several iovecs or device memory) or a
+	// refused registration.
+	VerbsMemoryRegion(VerbsDomain &domain, const struct fi_mr_attr &attr, uint64_t flags);
+	~VerbsMemoryRegion() override;
+	struct fid_mr *mr_fid() { return &embedded_fid.pub; }
 	// desc values handed to data calls are fi_mr_desc() results, i.e. this region's fid;
 	// nullptr for anything else (another provider's descriptor, a closed region, garbage
 	// that happens to be readable).
@@ -25,15 +29,14 @@ public:
 	static int ibv_access_for(uint64_t access);
 
 	uint32_t lkey() const { return mr_->lkey; }
-	VerbsDomain *domain() const { return domain_; }
+	VerbsDomain *domain() const { return &domain_; }
 	// Whether [addr, addr+len) lies inside the registration.
 	bool covers(const void *addr, size_t len) const;
 
 	int close() override;
 
 private:
-	VerbsMemoryRegion(VerbsDomain *domain, struct ibv_mr *mr, void *context);
-	VerbsDomain *domain_;
+	VerbsDomain &domain_;
 	struct ibv_mr *mr_;
 };
 

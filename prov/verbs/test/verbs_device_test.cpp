@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <rdma/fabric.h>
@@ -19,6 +20,7 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <infiniband/verbs.h>
 
 #include "prov/util/flow_ctrl_ops.h"
 #include "test/leaks/process_usage.h"
@@ -443,6 +445,8 @@ TEST_F(VerbsDevice, RmaWithWrongKeyGivesErrorCompletion)
 	const char *why = fi_cq_strerror(client_tx_, err.prov_errno, err.err_data, text, sizeof(text));
 	ASSERT_TRUE(why);
 	EXPECT_GT(std::strlen(why), 0u);
+	// prov_errno is the work completion's status, and the text says so.
+	EXPECT_STREQ(why, ibv_wc_status_str(static_cast<enum ibv_wc_status>(err.prov_errno)));
 	EXPECT_EQ(target[0], 0);
 }
 
@@ -584,6 +588,69 @@ TEST_F(VerbsDevice, TrywaitArmsTheCqFd)
 	EXPECT_STREQ((char *)entry.op_context, "armed");
 	// Nothing left: sread times out with -FI_EAGAIN.
 	EXPECT_EQ(fi_cq_sread(client_tx_, &entry, 1, nullptr, 50), -FI_EAGAIN);
+}
+
+// A reader asleep in fi_cq_sread before anything was sent wakes for the completion: the CQ
+// must be armed before the reader sleeps, or the completion channel never fires.
+TEST_F(VerbsDevice, SreadSleepingBeforeTheSendWakesForIt)
+{
+	connect_pair();
+	if (HasFatalFailure())
+		return;
+	struct fi_cq_data_entry entry {};
+	ssize_t got = 0;
+	auto started = std::chrono::steady_clock::now();
+	std::thread reader([&] { got = fi_cq_sread(server_rx_, &entry, 1, nullptr, kTimeoutMs); });
+	std::this_thread::sleep_for(std::chrono::milliseconds(300));
+	char small[8] = "wake";
+	ASSERT_EQ(fi_send(client_, small, sizeof(small), nullptr, 0, nullptr), 0);
+	reader.join();
+	EXPECT_EQ(got, 1);
+	EXPECT_STREQ((char *)entry.op_context, "server-early");
+	EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(kTimeoutMs));
+	// fi_cq_signal ends a sleeping read early with -FI_EAGAIN.
+	std::thread waker([&] {
+		std::this_thread::sleep_for(std::chrono::milliseconds(100));
+		EXPECT_EQ(fi_cq_signal(server_rx_), 0);
+	});
+	EXPECT_EQ(fi_cq_sread(server_rx_, &entry, 1, nullptr, kTimeoutMs), -FI_EAGAIN);
+	waker.join();
+}
+
+// What verbs does not offer is refused with -FI_ENOSYS, whatever util's objects could do.
+TEST_F(VerbsDevice, RefusesWhatItDoesNotOffer)
+{
+	struct fi_cntr_attr cntr_attr {};
+	struct fid_cntr *cntr = nullptr;
+	EXPECT_EQ(fi_cntr_open(domain_, &cntr_attr, &cntr, nullptr), -FI_ENOSYS);
+	struct fi_av_attr av_attr {};
+	av_attr.type = FI_AV_MAP;
+	struct fid_av *av = nullptr;
+	EXPECT_EQ(fi_av_open(domain_, &av_attr, &av, nullptr), -FI_ENOSYS);
+	struct fi_poll_attr poll_attr {};
+	struct fid_poll *pollset = nullptr;
+	EXPECT_EQ(fi_poll_open(domain_, &poll_attr, &pollset), -FI_ENOSYS);
+	EXPECT_EQ(fi_domain_bind(domain_, &eq_->fid, 0), -FI_ENOSYS);
+	struct fi_wait_attr wait_attr {};
+	wait_attr.wait_obj = FI_WAIT_FD;
+	struct fid_wait *waitset = nullptr;
+	EXPECT_EQ(fi_wait_open(fabric_, &wait_attr, &waitset), -FI_ENOSYS);
+	struct fid_cq *cq = nullptr;
+	for (enum fi_wait_obj wait : {FI_WAIT_SET, FI_WAIT_YIELD, FI_WAIT_MUTEX_COND}) {
+		struct fi_cq_attr attr {};
+		attr.wait_obj = wait;
+		EXPECT_EQ(fi_cq_open(domain_, &attr, &cq, nullptr), -FI_ENOSYS) << wait;
+	}
+	struct fi_cq_attr threshold {};
+	threshold.wait_obj = FI_WAIT_FD;
+	threshold.wait_cond = FI_CQ_COND_THRESHOLD;
+	EXPECT_EQ(fi_cq_open(domain_, &threshold, &cq, nullptr), -FI_ENOSYS);
+	struct fi_cq_attr bad_flags {};
+	bad_flags.flags = FI_PEEK;
+	EXPECT_EQ(fi_cq_open(domain_, &bad_flags, &cq, nullptr), -FI_EBADFLAGS);
+	struct fi_cq_attr bad_format {};
+	bad_format.format = static_cast<enum fi_cq_format>(77);
+	EXPECT_EQ(fi_cq_open(domain_, &bad_format, &cq, nullptr), -FI_EINVAL);
 }
 
 TEST_F(VerbsDevice, BadInputIsRefused)

@@ -1,78 +1,82 @@
-// A completion queue on an ibv_cq. Work completions are translated into libfabric entries
-// when polled (while their request slots are certainly alive) and queued until read.
-// Waiting uses the ibv completion channel, whose fd is the CQ's wait object.
+// A completion queue on an ibv_cq: a util::CompletionQueue (queue, formats, error entries
+// sized by API version, blocking reads, fi_cq_signal, FI_GETWAIT) that verbs fills from the
+// device. Work completions are translated when polled, while their request slots are
+// certainly alive; a read polls the device only when the queue cannot fill it already.
+// The ibv completion channel's fd is a polled fd of util's Waitable: a blocked reader
+// sleeps on it, and before sleeping the CQ is armed (ibv_req_notify_cq) and polled once
+// more, because the channel fires only for a completion that arrives after arming.
 #ifndef OFI_PROV_VERBS_CQ_H
 #define OFI_PROV_VERBS_CQ_H
 
-#include <deque>
+#include <memory>
 #include <mutex>
 
 #include <infiniband/verbs.h>
 #include <rdma/fi_eq.h>
 
-#include "prov/util/fid_object.h"
+#include "prov/util/completion_queue.h"
 
 namespace verbs {
 
 class VerbsDomain;
-struct VerbsRequest;
-
-struct CompletionRecord {
-	void *op_context = nullptr;
-	uint64_t flags = 0;
-	size_t len = 0;
-	void *buf = nullptr;
-	uint64_t data = 0;
-	int err = 0;          // FI_* error code (positive); 0 for success
-	int prov_errno = 0;   // enum ibv_wc_status
-};
 
 // FI_ECANCELED for flushed requests, FI_EIO for every other failure.
 int fi_error_for_wc_status(enum ibv_wc_status status);
 
 // Endpoints bound to the CQ hold a reference (util::FidObject::ref): it cannot close under
 // them.
-class VerbsCompletionQueue : public util::FidStorage<fid_cq>, public util::FidObject {
+class VerbsCompletionQueue : public util::CompletionQueue {
 public:
-	static int open(VerbsDomain *domain, struct fi_cq_attr *attr, struct fid_cq **cq,
-			void *context);
+	// The attributes verbs accepts (util::Error otherwise: -FI_EBADFLAGS, -FI_EINVAL for an
+	// unknown format, -FI_ENOSYS for wait conditions and wait objects other than NONE,
+	// UNSPEC and FD), with the size the device can hold: util's queue is made as large as
+	// the ibv CQ, so it never overflows while the device still has room.
+	static struct fi_cq_attr checked_attr(const struct fi_cq_attr &attr,
+					      const struct ibv_device_attr &device);
 
-	struct ibv_cq *ibv_cq() const { return cq_; }
-	struct fid_cq *cq_fid() { return &embedded_fid.pub; }
+	// 'attr' as checked_attr returns it. Throws util::Error.
+	VerbsCompletionQueue(VerbsDomain &domain, const struct fi_cq_attr &attr, void *context);
+	~VerbsCompletionQueue() override;
 
-	int close() override;
-	int control(int command, void *arg);
-	ssize_t read(void *buf, size_t count);
-	ssize_t readfrom(void *buf, size_t count, fi_addr_t *src_addr);
-	ssize_t readerr(struct fi_cq_err_entry *entry, uint64_t flags);
-	ssize_t sread(void *buf, size_t count, const void *cond, int timeout);
-	ssize_t sreadfrom(void *buf, size_t count, fi_addr_t *src_addr, const void *cond,
-			  int timeout);
-	int signal();
-	const char *strerror(int prov_errno, const void *err_data, char *buf, size_t len);
+	struct ibv_cq *ibv_cq() const { return cq_.get(); }
+
+	// fi_trywait: arms the CQ, then polls once more (a completion that arrived before the
+	// arm would never raise the channel); -FI_EAGAIN when anything is queued.
 	int trywait();
 
 	// Moves completions from the device into the queue; an endpoint that is closing
 	// calls this until its requests are all accounted for.
 	void poll_device();
 
+	// ---- util::Waitable / util::CompletionQueue hooks ----
+	void run_progress() override { poll_device(); }
+
+protected:
+	void progress_for_read(size_t count) override;
+	bool before_sleep() override;
+
 private:
-	VerbsCompletionQueue(VerbsDomain *domain, void *context);
-	~VerbsCompletionQueue() override;
-	void drain_channel_locked();
+	struct ChannelDeleter {
+		void operator()(struct ibv_comp_channel *channel) const;
+	};
+	struct CqDeleter {
+		void operator()(struct ibv_cq *cq) const;
+	};
+
 	void poll_device_locked();
 	void record_completion_locked(const struct ibv_wc &wc);
-	void write_entry(void *dst, const CompletionRecord &record) const;
-	size_t entry_size() const;
+	// Arms the CQ and polls what arrived before the arm; false if the device refused.
+	bool arm_locked();
 
-	VerbsDomain *domain_;
-	enum fi_cq_format format_ = FI_CQ_FORMAT_CONTEXT;
-	enum fi_wait_obj wait_obj_ = FI_WAIT_NONE;
-	struct ibv_comp_channel *channel_ = nullptr;
-	struct ibv_cq *cq_ = nullptr;
-	int signal_fd_ = -1;
-	std::mutex lock_;
-	std::deque<CompletionRecord> ready_;
+	// Declared before the CQ, which must go first (its events are all acked by then).
+	std::unique_ptr<struct ibv_comp_channel, ChannelDeleter> channel_;
+	std::unique_ptr<struct ibv_cq, CqDeleter> cq_;
+	// Serialises polling, so completions enter the queue in device order and request slots
+	// go back to their owners one at a time.
+	std::mutex poll_lock_;
+	// An arm is outstanding: its channel event may be waiting to be consumed. Reads consume
+	// it only then, so a busy reader makes no system call for the channel.
+	bool channel_event_possible_ = false;
 };
 
 } // namespace verbs

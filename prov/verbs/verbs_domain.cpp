@@ -122,7 +122,12 @@ int VerbsDomain::ops_open(const char *name, uint64_t flags, void **ops, void *co
 
 int VerbsDomain::cq_open(struct fi_cq_attr *attr, struct fid_cq **cq, void *context)
 {
-	return VerbsCompletionQueue::open(this, attr, cq, context);
+	if (!attr || !cq)
+		return -FI_EINVAL;
+	struct fi_cq_attr checked = VerbsCompletionQueue::checked_attr(*attr, device_attr_);
+	auto object = std::make_unique<VerbsCompletionQueue>(*this, checked, context);
+	*cq = object.release()->cq_fid();
+	return 0;
 }
 
 int VerbsDomain::srx_context(struct fi_rx_attr *attr, struct fid_ep **srx, void *context)

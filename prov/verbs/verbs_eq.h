@@ -1,18 +1,21 @@
-// An event queue on an rdma_cm event channel. CM events are processed when the app reads
-// or waits on the EQ (connection management progresses with the app's EQ calls); only
-// the ones the app must see become entries (FI_CONNREQ, FI_CONNECTED, FI_SHUTDOWN, errors).
+// An event queue on an rdma_cm event channel: a util::EventQueue (queue, fi_eq_write,
+// FI_PEEK, error entries sized by API version, blocking reads, FI_GETWAIT) that verbs fills
+// from the channel. CM events are processed when the app reads or waits on the EQ
+// (connection management progresses with the app's EQ calls); only the ones the app must
+// see become entries (FI_CONNREQ, FI_CONNECTED, FI_SHUTDOWN, errors). The channel's fd and
+// a timer for deferred answers are polled fds of util's Waitable.
 #ifndef OFI_PROV_VERBS_EQ_H
 #define OFI_PROV_VERBS_EQ_H
 
 #include <chrono>
-#include <deque>
+#include <memory>
 #include <mutex>
 #include <vector>
 
 #include <rdma/fi_eq.h>
 #include <rdma/rdma_cma.h>
 
-#include "prov/util/fid_object.h"
+#include "prov/util/event_queue.h"
 
 namespace verbs {
 
@@ -38,21 +41,16 @@ public:
 
 // Endpoints and passive endpoints bound to the EQ hold a reference (util::FidObject::ref):
 // it cannot close under them.
-class VerbsEventQueue : public util::FidStorage<fid_eq>, public util::FidObject {
+class VerbsEventQueue : public util::EventQueue {
 public:
-	static int open(VerbsFabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq,
-			void *context);
+	// Throws util::Error: -FI_ENOSYS for wait objects other than NONE, UNSPEC and FD (the
+	// channel is the wait object), -FI_ENODEV without an rdma_cm channel.
+	VerbsEventQueue(VerbsFabric &fabric, const struct fi_eq_attr &attr, void *context);
+	~VerbsEventQueue() override;
 
-	struct rdma_event_channel *channel() const { return channel_; }
-	VerbsFabric *fabric() const { return fabric_; }
+	struct rdma_event_channel *channel() const { return channel_.get(); }
 
-	int close() override;
-	int control(int command, void *arg);
-	ssize_t read(uint32_t *event, void *buf, size_t len, uint64_t flags);
-	ssize_t readerr(struct fi_eq_err_entry *entry, uint64_t flags);
-	ssize_t write(uint32_t event, const void *buf, size_t len, uint64_t flags);
-	ssize_t sread(uint32_t *event, void *buf, size_t len, int timeout, uint64_t flags);
-	const char *strerror(int prov_errno, const void *err_data, char *buf, size_t len);
+	// fi_trywait: processes the CM events there are; -FI_EAGAIN when anything is queued.
 	int trywait();
 	// Processes the CM events there are (as a read does), without taking an entry.
 	void progress();
@@ -67,33 +65,24 @@ public:
 	// A closing target is never asked again once this returns.
 	void forget(CmEventTarget *target);
 
+	// ---- util::Waitable: reads and waits progress the channel, not util's engines ----
+	void run_progress() override { progress(); }
+
 private:
-	struct Entry {
-		uint32_t event = 0;
-		bool is_error = false;
-		std::vector<uint8_t> bytes;       // what read() copies out
-		struct fi_eq_err_entry err {};
-		std::vector<uint8_t> err_data;
-		struct fi_info *info = nullptr;   // FI_CONNREQ: owned until read
+	struct ChannelDeleter {
+		void operator()(struct rdma_event_channel *channel) const;
 	};
-	VerbsEventQueue(VerbsFabric *fabric, void *context);
-	~VerbsEventQueue() override;
+
 	void process_cm_events_locked();
-	ssize_t read_locked(uint32_t *event, void *buf, size_t len, uint64_t flags);
-	void update_ready_fd_locked();
 	void settle_deferred_locked();
 	void arm_deferred_timer_locked();
 
-	VerbsFabric *fabric_;
-	struct rdma_event_channel *channel_ = nullptr;
-	int ready_fd_ = -1;   // eventfd, readable while entries are queued
-	int wait_fd_ = -1;    // epoll over the channel fd, ready_fd_ and timer_fd_: the app's wait fd
+	std::unique_ptr<struct rdma_event_channel, ChannelDeleter> channel_;
 	int timer_fd_ = -1;   // fires when a deferred target is due (arm_deferred_timer_locked)
-	bool ready_signalled_ = false;
+	// Guards CM processing and the deferred targets; recursive because a target's handler
+	// may call back into the EQ (defer, forget).
 	std::recursive_mutex lock_;
-	std::deque<Entry> entries_;
 	std::vector<CmEventTarget *> deferred_;
-	std::vector<uint8_t> last_err_data_; // err_data handed out by readerr
 };
 
 } // namespace verbs

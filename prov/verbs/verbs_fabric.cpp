@@ -62,7 +62,11 @@ int VerbsFabric::passive_ep(struct fi_info *info, struct fid_pep **pep, void *co
 
 int VerbsFabric::eq_open(struct fi_eq_attr *attr, struct fid_eq **eq, void *context)
 {
-	return VerbsEventQueue::open(this, attr, eq, context);
+	if (!attr || !eq)
+		return -FI_EINVAL;
+	auto object = std::make_unique<VerbsEventQueue>(*this, *attr, context);
+	*eq = object.release()->eq_fid();
+	return 0;
 }
 
 int VerbsFabric::wait_open(struct fi_wait_attr *, struct fid_wait **)

@@ -757,6 +757,28 @@ TEST_F(VerbsDevice, EqWriteAndItsWaitFd)
 	EXPECT_EQ(fi_eq_sread(eq_, &event, &out, sizeof(out), 20, 0), -FI_EAGAIN);
 }
 
+// FI_PEEK leaves the entry for the next read; wait objects the rdma_cm channel cannot serve
+// are refused.
+TEST_F(VerbsDevice, EqPeeksAndRefusesWaitObjectsItCannotServe)
+{
+	struct fi_eq_entry in {};
+	in.data = 7;
+	ASSERT_EQ(fi_eq_write(eq_, FI_NOTIFY, &in, sizeof(in), 0), (ssize_t)sizeof(in));
+	struct fi_eq_entry out {};
+	uint32_t event = 0;
+	ASSERT_EQ(fi_eq_read(eq_, &event, &out, sizeof(out), FI_PEEK), (ssize_t)sizeof(out));
+	EXPECT_EQ(out.data, 7u);
+	out = {};
+	ASSERT_EQ(fi_eq_sread(eq_, &event, &out, sizeof(out), 0, 0), (ssize_t)sizeof(out));
+	EXPECT_EQ(out.data, 7u);
+	EXPECT_EQ(fi_eq_read(eq_, &event, &out, sizeof(out), 0), -FI_EAGAIN);
+	struct fid_eq *eq = nullptr;
+	for (enum fi_wait_obj wait : {FI_WAIT_SET, FI_WAIT_YIELD, FI_WAIT_MUTEX_COND}) {
+		struct fi_eq_attr attr {};
+		attr.wait_obj = wait;
+		EXPECT_EQ(fi_eq_open(fabric_, &attr, &eq, nullptr), -FI_ENOSYS) << wait;
+	}
+}
 
 // The credit hooks rxm uses (prov/util/flow_ctrl_ops.h): once enabled, a send that would land
 // in a peer receive needs a credit, RMA writes do not, and added credits allow more sends.

@@ -50,27 +50,35 @@ void VerbsEventQueue::ChannelDeleter::operator()(struct rdma_event_channel *chan
 	rdma_destroy_event_channel(channel);
 }
 
+VerbsEventQueue::TimerFd::TimerFd()
+	: fd(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC))
+{
+	if (fd < 0)
+		throw util::Error(-FI_ENOMEM);
+}
+
+VerbsEventQueue::TimerFd::~TimerFd()
+{
+	::close(fd);
+}
+
 VerbsEventQueue::VerbsEventQueue(VerbsFabric &fabric, const struct fi_eq_attr &attr,
 				 void *context)
 	: util::EventQueue(fabric, &checked_attr(attr), context), channel_(open_channel())
 {
-	timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (timer_fd_ < 0)
-		throw util::Error(-FI_ENOMEM);
 	if (attr.wait_obj != FI_WAIT_NONE) {
 		// What wakes a sleeper here comes through the channel or the timer; verbs puts
 		// nothing on the fabric's progress engine, so its fd would be a useless path.
 		remove_wait_source(fabric.engine().fd());
 		util::check(add_polled_fd(channel_->fd));
-		util::check(add_polled_fd(timer_fd_));
+		util::check(add_polled_fd(timer_.fd));
 	}
 }
 
 VerbsEventQueue::~VerbsEventQueue()
 {
 	remove_polled_fd(channel_->fd);
-	remove_polled_fd(timer_fd_);
-	::close(timer_fd_);
+	remove_polled_fd(timer_.fd);
 }
 
 void VerbsEventQueue::push_cm_entry(uint32_t event, struct fid *fid, struct fi_info *info,
@@ -160,10 +168,10 @@ void VerbsEventQueue::arm_deferred_timer_locked()
 		if (when.it_value.tv_sec == 0 && when.it_value.tv_nsec == 0)
 			when.it_value.tv_nsec = 1; // all zero would disarm it
 	}
-	timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &when, nullptr);
+	timerfd_settime(timer_.fd, TFD_TIMER_ABSTIME, &when, nullptr);
 	uint64_t expirations; // a fired timer stays readable until read
 	if (deferred_.empty())
-		while (::read(timer_fd_, &expirations, sizeof(expirations)) > 0) {
+		while (::read(timer_.fd, &expirations, sizeof(expirations)) > 0) {
 		}
 }
 

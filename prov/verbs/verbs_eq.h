@@ -72,13 +72,21 @@ private:
 	struct ChannelDeleter {
 		void operator()(struct rdma_event_channel *channel) const;
 	};
+	// Owns the timer's fd, so a constructor that throws after creating it closes it.
+	struct TimerFd {
+		TimerFd();
+		~TimerFd();
+		TimerFd(const TimerFd &) = delete;
+		TimerFd &operator=(const TimerFd &) = delete;
+		int fd;
+	};
 
 	void process_cm_events_locked();
 	void settle_deferred_locked();
 	void arm_deferred_timer_locked();
 
 	std::unique_ptr<struct rdma_event_channel, ChannelDeleter> channel_;
-	int timer_fd_ = -1;   // fires when a deferred target is due (arm_deferred_timer_locked)
+	TimerFd timer_;  // fires when a deferred target is due (arm_deferred_timer_locked)
 	// Guards CM processing and the deferred targets; recursive because a target's handler
 	// may call back into the EQ (defer, forget).
 	std::recursive_mutex lock_;

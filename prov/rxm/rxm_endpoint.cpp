@@ -401,8 +401,8 @@ int RxmEndpoint::open_core_queues()
 			return ret;
 	} else if (ret) {
 		return ret;
-	} else if (want_fd && fi_control(&core_eq_->fid, FI_GETWAIT, &core_eq_fd_)) {
-		core_eq_fd_ = -1;
+	} else if (want_fd) {
+		core_eq_wait_.fetch(&core_eq_->fid);
 	}
 	fi_cq_attr cq_attr{};
 	cq_attr.size = kCoreCqSize;
@@ -416,8 +416,8 @@ int RxmEndpoint::open_core_queues()
 			return ret;
 	} else if (ret) {
 		return ret;
-	} else if (want_fd && fi_control(&core_cq_->fid, FI_GETWAIT, &core_cq_fd_)) {
-		core_cq_fd_ = -1;
+	} else if (want_fd) {
+		core_cq_wait_.fetch(&core_cq_->fid);
 	}
 	// Sleepers must also wake when a connection times out (run_conn_timers).
 	if (want_fd)
@@ -446,10 +446,10 @@ void RxmEndpoint::register_wait_sources()
 	if (wait_registered_)
 		return;
 	wait_registered_ = true;
-	bool polled = core_cq_fd_ < 0 || core_eq_fd_ < 0;
+	bool polled = !core_cq_wait_.has_fds() || !core_eq_wait_.has_fds();
 	for_each_bound_waitable([&](util::Waitable *w) {
-		w->add_polled_fd(core_cq_fd_);
-		w->add_polled_fd(core_eq_fd_);
+		core_cq_wait_.add_to(*w);
+		core_eq_wait_.add_to(*w);
 		w->add_polled_fd(conn_timer_fd_);
 		if (polled)
 			w->add_fdless_source();
@@ -461,10 +461,10 @@ void RxmEndpoint::unregister_wait_sources()
 	if (!wait_registered_)
 		return;
 	wait_registered_ = false;
-	bool polled = core_cq_fd_ < 0 || core_eq_fd_ < 0;
+	bool polled = !core_cq_wait_.has_fds() || !core_eq_wait_.has_fds();
 	for_each_bound_waitable([&](util::Waitable *w) {
-		w->remove_polled_fd(core_cq_fd_);
-		w->remove_polled_fd(core_eq_fd_);
+		core_cq_wait_.remove_from(*w);
+		core_eq_wait_.remove_from(*w);
 		w->remove_polled_fd(conn_timer_fd_);
 		if (polled)
 			w->remove_fdless_source();
@@ -475,7 +475,7 @@ int RxmEndpoint::core_trywait()
 {
 	if (!core_cq_ || !core_eq_)
 		return 0;
-	if (core_cq_fd_ < 0 || core_eq_fd_ < 0)
+	if (!core_cq_wait_.has_fds() || !core_eq_wait_.has_fds())
 		return -FI_EAGAIN;  // no fd to block on: the caller has to poll
 	struct fid *fids[] = {&core_cq_->fid, &core_eq_->fid};
 	return fi_trywait(core_fabric_, fids, 2);
@@ -483,7 +483,7 @@ int RxmEndpoint::core_trywait()
 
 bool RxmEndpoint::core_may_sleep()
 {
-	if (!core_cq_ || !core_eq_ || core_cq_fd_ < 0 || core_eq_fd_ < 0)
+	if (!core_cq_ || !core_eq_ || !core_cq_wait_.has_fds() || !core_eq_wait_.has_fds())
 		return true;
 	struct fid *fids[] = {&core_cq_->fid, &core_eq_->fid};
 	return fi_trywait(core_fabric_, fids, 2) != -FI_EAGAIN;
@@ -545,7 +545,8 @@ void RxmEndpoint::shutdown_all()
 	if (core_eq_)
 		fi_close(&core_eq_->fid);
 	core_eq_ = nullptr;
-	core_cq_fd_ = core_eq_fd_ = -1;
+	core_cq_wait_.clear();
+	core_eq_wait_.clear();
 	if (conn_timer_fd_ >= 0)
 		::close(conn_timer_fd_);
 	conn_timer_fd_ = -1;

@@ -6,6 +6,7 @@
 #include "prov/rxm/rxm_cm_data.h"
 #include "prov/rxm/rxm_cma.h"
 #include "prov/rxm/rxm_conn.h"
+#include "prov/rxm/rxm_core_wait.h"
 #include "prov/rxm/rxm_matcher.h"
 #include "prov/rxm/rxm_ops.h"
 #include "prov/util/fid_object.h"
@@ -341,8 +342,8 @@ private:
 	struct fid_fabric *core_fabric_ = nullptr;
 	struct fid_eq *core_eq_ = nullptr;
 	struct fid_cq *core_cq_ = nullptr;
-	int core_eq_fd_ = -1;  // the cores' FI_GETWAIT fds (-1: that core has none)
-	int core_cq_fd_ = -1;
+	CoreWaitFds core_eq_wait_;  // what sleepers watch for the cores (none: polled)
+	CoreWaitFds core_cq_wait_;
 	bool wait_registered_ = false;
 	struct fid_pep *pep_ = nullptr;
 	struct fi_info *core_conn_info_ = nullptr; // template for active core endpoints

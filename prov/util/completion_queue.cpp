@@ -73,7 +73,7 @@ CompletionQueue::CompletionQueue(Domain &domain, const struct fi_cq_attr *attr, 
 	if (wait_obj_ != FI_WAIT_NONE) {
 		if (!wait_ok())
 			throw Error(-FI_ENOMEM);
-		check(add_wait_source(domain_.engine().fd()));
+		check(add_wait_source(domain_.engine()));
 	}
 	if (wait_obj_ == FI_WAIT_SET) {
 		wait_set_ = attr->wait_set;

@@ -40,7 +40,7 @@ Counter::Counter(Domain &domain, const struct fi_cntr_attr *attr, void *context)
 	// with default attributes, and sleeping on the domain's fds beats spinning.
 	if (!wait_ok())
 		throw Error(-FI_ENOMEM);
-	check(add_wait_source(domain_.engine().fd()));
+	check(add_wait_source(domain_.engine()));
 	if (wait_obj_ == FI_WAIT_SET) {
 		auto *set = fid_cast<WaitSet>(&attr->wait_set->fid, FI_CLASS_WAIT);
 		if (!set)

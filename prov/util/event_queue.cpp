@@ -39,7 +39,7 @@ EventQueue::EventQueue(Fabric &fabric, const struct fi_eq_attr *attr, void *cont
 	if (wait_obj_ != FI_WAIT_NONE) {
 		if (!wait_ok())
 			throw Error(-FI_ENOMEM);
-		check(add_wait_source(fabric_.engine().fd()));
+		check(add_wait_source(fabric_.engine()));
 	}
 	if (wait_obj_ == FI_WAIT_SET) {
 		auto *set = fid_cast<WaitSet>(&attr->wait_set->fid, FI_CLASS_WAIT);

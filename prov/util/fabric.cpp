@@ -35,7 +35,7 @@ void Fabric::register_domain(Domain *domain)
 	}
 	// EQ sleepers watch the fabric engine fd; nesting the domain's engine there makes
 	// them wake for domain activity too, and tells progress_all which domains are busy.
-	engine_.add_fd(domain->engine().fd(), EPOLLIN, domain->activity_watch());
+	engine_.add_nested_engine(domain->engine().fd(), domain->activity_watch());
 }
 
 void Fabric::unregister_domain(Domain *domain)

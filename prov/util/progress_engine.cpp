@@ -30,23 +30,65 @@ ProgressEngine::~ProgressEngine()
 	stop_thread();
 	if (epoll_fd_ >= 0)
 		::close(epoll_fd_);
+	if (leaf_fd_ >= 0)
+		::close(leaf_fd_);
 }
 
 int ProgressEngine::add_fd(int fd, uint32_t events, FdHandler *handler)
+{
+	return add_registration(fd, events, handler, false);
+}
+
+int ProgressEngine::add_nested_engine(int fd, FdHandler *handler)
+{
+	return add_registration(fd, EPOLLIN, handler, true);
+}
+
+int ProgressEngine::add_registration(int fd, uint32_t events, FdHandler *handler, bool nested)
 {
 	if (fd < 0 || !valid())
 		return -FI_EINVAL;
 	LockGuard guard(lock_);
 	if (registrations_.count(fd))
 		return -FI_EALREADY;
-	auto registration = std::make_unique<Registration>(Registration{fd, handler});
+	auto registration =
+		std::make_unique<Registration>(Registration{fd, handler, events, nested});
 	epoll_event ev{};
 	ev.events = events;
 	ev.data.ptr = registration.get();
 	if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev))
 		return errno == EEXIST ? -FI_EALREADY : -errno;
+	mirror(EPOLL_CTL_ADD, *registration);
+	if (nested)
+		nested_count_.fetch_add(1);
 	registrations_.emplace(fd, std::move(registration));
 	return 0;
+}
+
+void ProgressEngine::mirror(int op, const Registration &registration)
+{
+	if (leaf_fd_ < 0 || registration.nested)
+		return;
+	// Only readiness matters there (nobody dispatches from it).
+	epoll_event ev{};
+	ev.events = registration.events;
+	ev.data.fd = registration.fd;
+	epoll_ctl(leaf_fd_, op, registration.fd, op == EPOLL_CTL_DEL ? nullptr : &ev);
+}
+
+int ProgressEngine::leaf_fd()
+{
+	if (!valid())
+		return -FI_EINVAL;
+	LockGuard guard(lock_);
+	if (leaf_fd_ >= 0)
+		return leaf_fd_;
+	leaf_fd_ = epoll_create1(EPOLL_CLOEXEC);
+	if (leaf_fd_ < 0)
+		return -errno;
+	for (auto &[fd, registration] : registrations_)
+		mirror(EPOLL_CTL_ADD, *registration);
+	return leaf_fd_;
 }
 
 int ProgressEngine::modify_fd(int fd, uint32_t events, FdHandler *handler)
@@ -58,10 +100,14 @@ int ProgressEngine::modify_fd(int fd, uint32_t events, FdHandler *handler)
 	if (it == registrations_.end())
 		return -FI_ENOENT;
 	it->second->handler = handler;
+	it->second->events = events;
 	epoll_event ev{};
 	ev.events = events;
 	ev.data.ptr = it->second.get();
-	return epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) ? -errno : 0;
+	if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev))
+		return -errno;
+	mirror(EPOLL_CTL_MOD, *it->second);
+	return 0;
 }
 
 int ProgressEngine::remove_fd(int fd)
@@ -75,6 +121,9 @@ int ProgressEngine::remove_fd(int fd)
 	if (it == registrations_.end())
 		return -FI_ENOENT;
 	epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+	mirror(EPOLL_CTL_DEL, *it->second);
+	if (it->second->nested)
+		nested_count_.fetch_sub(1);
 	// A pass in progress on this thread may still hold the pointer in its event array.
 	it->second->handler = nullptr;
 	if (depth_ > 0)

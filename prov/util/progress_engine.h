@@ -61,6 +61,16 @@ public:
 	int modify_fd(int fd, uint32_t events, FdHandler *handler);
 	int remove_fd(int fd);
 
+	// An engine nested in this one (a fabric's engine holds its domains' engines): like
+	// add_fd(fd, EPOLLIN, handler), but left out of leaf_fd().
+	int add_nested_engine(int fd, FdHandler *handler);
+	bool has_nested_engines() const noexcept { return nested_count_.load() > 0; }
+	// An epoll set of this engine's fds without the nested engines, made on first use and
+	// kept in step with add/modify/remove from then on (-FI_E* on failure). A waiter that
+	// watches the nested engines by other means (rxm watches its core domain's engine
+	// through the core CQ) sleeps one epoll level less deep on it than on fd().
+	int leaf_fd();
+
 	int add_source(ProgressSource *source);
 	void remove_source(ProgressSource *source);
 	bool has_sources() const noexcept { return source_count_.load() > 0; }
@@ -85,10 +95,17 @@ private:
 	struct Registration {
 		int fd;
 		FdHandler *handler;
+		uint32_t events = 0;
+		bool nested = false;
 	};
+	int add_registration(int fd, uint32_t events, FdHandler *handler, bool nested);
+	// Mirrors an epoll_ctl into leaf_fd_ (engine lock held).
+	void mirror(int op, const Registration &registration);
 
 	Lock lock_;
 	int epoll_fd_ = -1;
+	int leaf_fd_ = -1;
+	std::atomic<size_t> nested_count_{0};
 	std::unordered_map<int, std::unique_ptr<Registration>> registrations_;
 	// Registrations removed during a pass stay alive until the outermost pass ends.
 	std::vector<std::unique_ptr<Registration>> retired_;

@@ -74,6 +74,12 @@ int Waitable::wait_control(int command, void *arg, enum fi_wait_obj wait_obj)
 		*static_cast<enum fi_wait_obj *>(arg) =
 			wait_obj == FI_WAIT_UNSPEC ? FI_WAIT_FD : wait_obj;
 		return 0;
+	case kGetWaitSources:
+		if (!arg)
+			return -FI_EINVAL;
+		if (wait_obj != FI_WAIT_FD && wait_obj != FI_WAIT_UNSPEC)
+			return -FI_ENOSYS;
+		return export_wait_sources(static_cast<WaitSources *>(arg));
 	default:
 		return -FI_ENOSYS;
 	}
@@ -89,7 +95,7 @@ void Waitable::set_observed_by_wait_set(bool on)
 		set_event_fd();
 }
 
-int Waitable::add_wait_source(int fd)
+int Waitable::epoll_add(int fd)
 {
 	if (!wait_ok() || fd < 0)
 		return -FI_EINVAL;
@@ -101,10 +107,71 @@ int Waitable::add_wait_source(int fd)
 	return 0;
 }
 
-void Waitable::remove_wait_source(int fd)
+void Waitable::epoll_del(int fd)
 {
 	if (wait_ok() && fd >= 0)
 		epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+}
+
+int Waitable::add_wait_source(int fd)
+{
+	std::lock_guard guard(polled_lock_);
+	if (sources_exported_)
+		return -FI_EBUSY;
+	int rc = epoll_add(fd);
+	if (rc == 0)
+		sources_.push_back({fd, nullptr});
+	return rc;
+}
+
+int Waitable::add_wait_source(ProgressEngine &engine)
+{
+	std::lock_guard guard(polled_lock_);
+	if (sources_exported_)
+		return -FI_EBUSY;
+	int rc = epoll_add(engine.fd());
+	if (rc == 0)
+		sources_.push_back({engine.fd(), &engine});
+	return rc;
+}
+
+void Waitable::remove_wait_source(int fd)
+{
+	std::lock_guard guard(polled_lock_);
+	auto it = std::find_if(sources_.begin(), sources_.end(),
+			       [fd](const Source &source) { return source.fd == fd; });
+	if (it != sources_.end())
+		sources_.erase(it);
+	epoll_del(fd);
+}
+
+int Waitable::export_wait_sources(WaitSources *out)
+{
+	if (!wait_ok())
+		return -FI_ENOSYS;
+	{
+		std::lock_guard guard(polled_lock_);
+		// Polled fds and fd-less sources need our own sleeping logic; one slot is the eventfd.
+		if (!polled_fds_.empty() || fdless_sources_.load() > 0 ||
+		    sources_.size() + 1 > WaitSources::kMax)
+			return -FI_ENOSYS;
+		out->count = 0;
+		out->fds[out->count++] = event_fd_;
+		for (const Source &source : sources_) {
+			int fd = source.fd;
+			if (source.engine && source.engine->has_nested_engines())
+				fd = source.engine->leaf_fd();
+			if (fd < 0)
+				return -FI_ENOSYS;
+			out->fds[out->count++] = fd;
+		}
+		sources_exported_ = true;
+	}
+	// Observed from now on, but only while a trywait armed it: no eventfd write for the
+	// completions the holder reads while busy.
+	uses_trywait_ = true;
+	exported_ = true;
+	return 0;
 }
 
 int Waitable::add_polled_fd(int fd)
@@ -113,7 +180,7 @@ int Waitable::add_polled_fd(int fd)
 		return -FI_EINVAL;
 	std::lock_guard guard(polled_lock_);
 	if (polled_exported_) {
-		int rc = add_wait_source(fd);
+		int rc = epoll_add(fd);
 		if (rc)
 			return rc;
 	}
@@ -133,7 +200,7 @@ void Waitable::remove_polled_fd(int fd)
 	// Added twice, removed once: it stays watched.
 	if (polled_exported_ &&
 	    std::find(polled_fds_.begin(), polled_fds_.end(), fd) == polled_fds_.end())
-		remove_wait_source(fd);
+		epoll_del(fd);
 }
 
 void Waitable::export_polled_fds()
@@ -143,7 +210,7 @@ void Waitable::export_polled_fds()
 		return;
 	polled_exported_ = true;
 	for (int fd : polled_fds_)
-		add_wait_source(fd);
+		epoll_add(fd);
 }
 
 void Waitable::snapshot_polled(SleepFds &out)

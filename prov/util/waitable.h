@@ -25,8 +25,20 @@
 // - fd-less sources (add_fdless_source): something progressed here that has no fd to wake
 //   a sleeper (a core opened without wait objects); while one is attached, blocked callers
 //   wake every kFdlessTickMs to look at it.
+//
+// Wait sources (kGetWaitSources, a util-private fi_control command): what the epoll fd is
+// made of, for a layered provider of ours to watch directly. Nesting a core object's epoll
+// fd in the layer's own set costs the application one of the 5 epoll levels Linux allows
+// (issue 17 item 4: rxm's fd left it only 1); the layer watching our eventfd and engine fds
+// directly costs none; from an engine that nests others (a fabric's, which holds its
+// domains' engines) it gets the engine's leaf_fd() and must watch the nested engines it
+// cares about by other means (rxm: its core domain's engine, a source of its core CQ).
+// The caller promises the fi_trywait protocol (fi_trywait on this
+// object before every sleep), so the eventfd is written only while armed by that trywait.
 #ifndef OFI_PROV_UTIL_WAITABLE_H
 #define OFI_PROV_UTIL_WAITABLE_H
+
+#include "prov/util/progress_engine.h"
 
 #include <rdma/fi_eq.h>
 
@@ -38,6 +50,18 @@
 #include <vector>
 
 namespace util {
+
+// fi_control command between our own providers (never given out by an application-visible
+// call): fills a WaitSources with the fds to watch instead of the FI_GETWAIT fd. A foreign
+// provider answers -FI_ENOSYS (or another error), and the caller falls back to FI_GETWAIT.
+// The value sits far from libfabric's commands (small enum values) and its provider range.
+inline constexpr int kGetWaitSources = 0x55570001;
+
+struct WaitSources {
+	static constexpr size_t kMax = 8;
+	int fds[kMax];
+	size_t count = 0;
+};
 
 class Waitable {
 public:
@@ -61,9 +85,20 @@ public:
 	int wait_fd() const noexcept { return epoll_fd_; }
 	bool wait_ok() const noexcept { return epoll_fd_ >= 0 && event_fd_ >= 0; }
 
-	// Adds the fd of a progress engine (or any pollable fd) to the epoll set.
+	// Adds the fd of a progress engine (or any pollable fd) to the epoll set. Sources
+	// belong to the object's construction: one added after export_wait_sources would not
+	// reach the holder of the list (-FI_EBUSY then).
 	int add_wait_source(int fd);
 	void remove_wait_source(int fd);
+	// A progress engine as a wait source: export_wait_sources gives its leaf_fd() when it
+	// holds nested engines (a fabric's), which the holder watches by other means.
+	int add_wait_source(ProgressEngine &engine);
+
+	// kGetWaitSources: the eventfd and the wait sources; the object then keeps its eventfd
+	// exact for a holder that follows the fi_trywait protocol. -FI_ENOSYS when the object
+	// cannot be watched that way (no wait object, polled fds or fd-less sources of its own:
+	// the caller then uses FI_GETWAIT).
+	int export_wait_sources(WaitSources *out);
 
 	// Polled fds (see the top): -FI_EINVAL for a bad fd. An fd may be added more than once
 	// (it stays until removed as often); removing an fd that is not there does nothing.
@@ -131,6 +166,8 @@ private:
 		size_t count = 0;  // 0: a plain epoll_wait on the epoll fd will do
 	};
 	void snapshot_polled(SleepFds &out);
+	int epoll_add(int fd);
+	void epoll_del(int fd);
 	void set_event_fd();
 	void clear_event_fd();
 
@@ -143,9 +180,15 @@ private:
 	std::atomic<bool> interrupted_{false};
 	std::atomic<bool> uses_trywait_{false}; // the exported fd's owner calls fi_trywait
 	std::atomic<bool> armed_{false};        // a trywait allowed sleeping, no read since
-	std::mutex polled_lock_;                 // guards polled_fds_ and polled_exported_
+	std::mutex polled_lock_;  // guards polled_fds_, polled_exported_, sources_*
 	std::vector<int> polled_fds_;
 	bool polled_exported_ = false;
+	struct Source {
+		int fd;
+		ProgressEngine *engine;  // when the fd is an engine's
+	};
+	std::vector<Source> sources_;  // add_wait_source's fds
+	bool sources_exported_ = false;
 	std::atomic<size_t> polled_count_{0};    // lets the common case skip the lock
 	std::atomic<int> fdless_sources_{0};
 };

@@ -1,4 +1,5 @@
-// util::Waitable's hooks for layered providers: polled fds, before_sleep, fd-less sources.
+// util::Waitable's hooks for layered providers: polled fds, before_sleep, fd-less sources,
+// wait sources.
 #include "prov/util/waitable.h"
 
 #include <rdma/fi_errno.h>
@@ -233,6 +234,122 @@ TEST(Waitable, FdlessTickSleepsInsteadOfSpinning)
 	EXPECT_LE(wakeups, 60);
 	EXPECT_GE(wakeups, 5);
 	w.remove_fdless_source();
+}
+
+
+// ---- wait sources (kGetWaitSources): what a layered provider watches instead of our fd ----
+
+class EventWaitable : public util::Waitable {
+public:
+	void run_progress() override {}
+	bool has_events() override { return events.load(); }
+	void add_event()
+	{
+		events = true;
+		note_event_added();
+	}
+	void drain()
+	{
+		note_read();
+		events = false;
+		note_drained();
+	}
+	std::atomic<bool> events{false};
+};
+
+TEST(WaitSources, ListTheEventfdAndEngineAndAreWrittenOnlyOnceArmedByTrywait)
+{
+	util::ProgressEngine engine;
+	EventWaitable w;
+	ASSERT_EQ(w.add_wait_source(engine), 0);
+	util::WaitSources sources;
+	ASSERT_EQ(w.wait_control(util::kGetWaitSources, &sources, FI_WAIT_FD), 0);
+	ASSERT_EQ(sources.count, 2u);
+	EXPECT_EQ(sources.fds[1], engine.fd());  // a domain's engine nests nothing: as it is
+	int event_fd = sources.fds[0];
+	EXPECT_NE(event_fd, w.wait_fd());
+	// The holder promised fi_trywait: while it is busy reading, events cost no write.
+	w.add_event();
+	EXPECT_FALSE(readable(event_fd));
+	EXPECT_EQ(w.trywait(), -FI_EAGAIN);  // and trywait tells it instead
+	w.drain();
+	ASSERT_EQ(w.trywait(), 0);  // armed: the next event must wake the sleeping holder
+	EXPECT_FALSE(readable(event_fd));
+	w.add_event();
+	EXPECT_TRUE(readable(event_fd));
+	w.drain();
+	EXPECT_FALSE(readable(event_fd));
+	// Sources are fixed once handed out.
+	EXPECT_EQ(w.add_wait_source(engine.fd()), -FI_EBUSY);
+}
+
+TEST(WaitSources, RefusedWhenTheObjectNeedsItsOwnSleepOrHasNoWaitObject)
+{
+	EventFd core;
+	EventWaitable layered;
+	ASSERT_EQ(layered.add_polled_fd(core.fd()), 0);
+	util::WaitSources sources;
+	EXPECT_EQ(layered.wait_control(util::kGetWaitSources, &sources, FI_WAIT_FD), -FI_ENOSYS);
+	EventWaitable fdless;
+	fdless.add_fdless_source();
+	EXPECT_EQ(fdless.wait_control(util::kGetWaitSources, &sources, FI_WAIT_FD), -FI_ENOSYS);
+	EventWaitable none;
+	EXPECT_EQ(none.wait_control(util::kGetWaitSources, &sources, FI_WAIT_NONE), -FI_ENOSYS);
+	EXPECT_EQ(none.wait_control(util::kGetWaitSources, nullptr, FI_WAIT_FD), -FI_EINVAL);
+}
+
+// How many epoll sets can be stacked over fd (up to 5).
+int levels_accepted(int fd)
+{
+	int sets[5] = {-1, -1, -1, -1, -1};
+	int inner = fd, n = 0;
+	for (int &set : sets) {
+		set = epoll_create1(EPOLL_CLOEXEC);
+		epoll_event ev{};
+		ev.events = EPOLLIN;
+		if (set < 0 || epoll_ctl(set, EPOLL_CTL_ADD, inner, &ev))
+			break;
+		inner = set;
+		++n;
+	}
+	for (int set : sets)
+		if (set >= 0)
+			::close(set);
+	return n;
+}
+
+TEST(WaitSources, AFabricEngineGivesItsLeafSetWithoutTheNestedEngines)
+{
+	util::ProgressEngine fabric, domain;
+	EventFd own_fd, domain_fd, late_fd;
+	ASSERT_EQ(domain.add_fd(domain_fd.fd(), EPOLLIN, nullptr), 0);
+	ASSERT_EQ(fabric.add_fd(own_fd.fd(), EPOLLIN, nullptr), 0);
+	ASSERT_EQ(fabric.add_nested_engine(domain.fd(), nullptr), 0);
+	EventWaitable eq;
+	ASSERT_EQ(eq.add_wait_source(fabric), 0);
+	util::WaitSources sources;
+	ASSERT_EQ(eq.wait_control(util::kGetWaitSources, &sources, FI_WAIT_UNSPEC), 0);
+	ASSERT_EQ(sources.count, 2u);
+	int leaf = sources.fds[1];
+	EXPECT_EQ(leaf, fabric.leaf_fd());
+	EXPECT_NE(leaf, fabric.fd());
+	// One epoll level less under the leaf set than under the engine's own set.
+	EXPECT_EQ(levels_accepted(leaf), levels_accepted(fabric.fd()) + 1);
+	domain_fd.set();
+	EXPECT_TRUE(readable(fabric.fd()));
+	EXPECT_FALSE(readable(leaf));  // the holder watches the domain by other means
+	domain_fd.clear();
+	own_fd.set();
+	EXPECT_TRUE(readable(leaf));
+	own_fd.clear();
+	// Kept in step with later registrations.
+	ASSERT_EQ(fabric.add_fd(late_fd.fd(), EPOLLIN, nullptr), 0);
+	late_fd.set();
+	EXPECT_TRUE(readable(leaf));
+	ASSERT_EQ(fabric.remove_fd(late_fd.fd()), 0);
+	EXPECT_FALSE(readable(leaf));
+	ASSERT_EQ(fabric.remove_fd(domain.fd()), 0);
+	EXPECT_FALSE(fabric.has_nested_engines());
 }
 
 } // namespace

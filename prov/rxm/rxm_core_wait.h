@@ -1,0 +1,38 @@
+// CoreWaitFds: the fds a blocked reader of an rxm CQ or counter watches for one core object
+// (the core CQ or EQ of an endpoint).
+//
+// From a core of ours these are the core object's own wait sources (its eventfd and its
+// progress engine's epoll fd, util::kGetWaitSources) rather than its FI_GETWAIT epoll fd:
+// nesting that fd inside the rxm object's set put sockets 4 epoll levels below the fd the
+// application gets, leaving it 1 of the 5 levels Linux allows (issue 17 item 4); watching
+// the sources directly leaves 3, as the core alone does. A foreign core gives its FI_GETWAIT
+// fd. Either way rxm calls fi_trywait on the core before every sleep (RxmEndpoint::
+// core_may_sleep, core_trywait), which is what the sources' holder promises.
+#ifndef OFI_PROV_RXM_CORE_WAIT_H
+#define OFI_PROV_RXM_CORE_WAIT_H
+
+#include "prov/util/waitable.h"
+
+#include <rdma/fabric.h>
+
+namespace rxm {
+
+class CoreWaitFds {
+public:
+	// False when the core object offers no fd at all (it is then polled: fd-less source).
+	bool fetch(struct fid *core);
+	bool has_fds() const noexcept { return count_ > 0; }
+	size_t count() const noexcept { return count_; }
+	void clear() noexcept { count_ = 0; }
+	// As polled fds of 'w' (util::Waitable::add_polled_fd), each once per call.
+	void add_to(util::Waitable &w) const;
+	void remove_from(util::Waitable &w) const;
+
+private:
+	int fds_[util::WaitSources::kMax] = {};
+	size_t count_ = 0;
+};
+
+} // namespace rxm
+
+#endif

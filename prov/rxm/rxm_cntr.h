@@ -20,6 +20,7 @@ public:
 	void run_progress() override;
 	bool before_sleep() override { return cores_may_sleep(eps_); }
 	int trywait_all();
+	int layered_trywait() override { return trywait_all(); }  // wait sets arm our cores
 	bool wants_wait_fd() const { return wait_obj() != FI_WAIT_NONE; }
 
 	void attach(RxmEndpoint *ep);

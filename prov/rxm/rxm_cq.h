@@ -33,6 +33,7 @@ public:
 
 	// fi_trywait on the rxm fabric: progress, then ask the cores whether blocking is safe.
 	int trywait_all();
+	int layered_trywait() override { return trywait_all(); }  // wait sets arm our cores
 	bool wants_wait_fd() const { return wait_obj() != FI_WAIT_NONE; }
 
 	// Endpoint side.

@@ -70,7 +70,7 @@ int WaitSet::wait(int timeout)
 			members = members_;
 		}
 		for (Waitable *member : members) {
-			if (member->trywait() == -FI_EAGAIN)
+			if (member->layered_trywait() == -FI_EAGAIN)
 				return 0;
 		}
 		int left = -1;

@@ -79,6 +79,9 @@ public:
 	// wait_fd(), which also holds the progress engines' fds: what arrives on a socket wakes
 	// it without progressing here).
 	int trywait();
+	// fi_trywait as the object's provider answers it: a layered provider also asks (and so
+	// arms) the objects below (rxm: its cores). Wait sets use this for their members.
+	virtual int layered_trywait() { return trywait(); }
 
 	// The pollable fd (the epoll set); marks it exported so the eventfd is kept exact.
 	int export_wait_fd();

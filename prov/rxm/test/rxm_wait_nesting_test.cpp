@@ -141,12 +141,18 @@ public:
 	{
 		EXPECT_EQ(0, fi_fabric(info->fabric_attr, &fabric, nullptr));
 		EXPECT_EQ(0, fi_domain(fabric, info, &domain, nullptr));
+		if (wait_obj == FI_WAIT_SET) {
+			fi_wait_attr wait_attr{};
+			wait_attr.wait_obj = FI_WAIT_FD;
+			EXPECT_EQ(0, fi_wait_open(fabric, &wait_attr, &wait_set));
+		}
 		fi_av_attr av_attr{};
 		av_attr.type = FI_AV_TABLE;
 		EXPECT_EQ(0, fi_av_open(domain, &av_attr, &av, nullptr));
 		fi_cq_attr cq_attr{};
 		cq_attr.format = FI_CQ_FORMAT_DATA;
 		cq_attr.wait_obj = wait_obj;
+		cq_attr.wait_set = wait_set;
 		EXPECT_EQ(0, fi_cq_open(domain, &cq_attr, &cq, nullptr));
 		EXPECT_EQ(0, fi_endpoint(domain, info, &ep, nullptr));
 		EXPECT_EQ(0, fi_ep_bind(ep, &av->fid, 0));
@@ -155,7 +161,7 @@ public:
 			fi_cntr_attr cntr_attr{};
 			cntr_attr.events = FI_CNTR_EVENTS_COMP;
 			cntr_attr.wait_obj = wait_obj;
-			EXPECT_EQ(0, fi_cntr_open(domain, &cntr_attr, &cntr, nullptr));
+			EXPECT_EQ(0, fi_cntr_open(domain, &cntr_attr, &cntr, this));
 			EXPECT_EQ(0, fi_ep_bind(ep, &cntr->fid, FI_RECV));
 		}
 		EXPECT_EQ(0, fi_enable(ep));
@@ -169,6 +175,9 @@ public:
 		}
 		EXPECT_EQ(0, fi_close(&cq->fid));
 		EXPECT_EQ(0, fi_close(&av->fid));
+		if (wait_set) {
+			EXPECT_EQ(0, fi_close(&wait_set->fid));
+		}
 		EXPECT_EQ(0, fi_close(&domain->fid));
 		EXPECT_EQ(0, fi_close(&fabric->fid));
 	}
@@ -181,6 +190,7 @@ public:
 
 	fid_fabric *fabric = nullptr;
 	fid_domain *domain = nullptr;
+	fid_wait *wait_set = nullptr;  // FI_WAIT_SET nodes: their CQ is in it
 	fid_av *av = nullptr;
 	fid_cq *cq = nullptr;
 	fid_cntr *cntr = nullptr;
@@ -280,6 +290,74 @@ TEST_F(RxmNesting, CntrFdLeavesThreeLevelsAndWakesTheOutermost)
 	sending.join();
 	ASSERT_EQ(1, n) << fi_strerror(static_cast<int>(-n));
 	EXPECT_STREQ("counted", in);
+}
+
+// fi_poll over an rxm counter (issue 17 item 9 left counters open): each pass progresses the
+// endpoints bound to it, and a change is reported once, with the counter's context.
+TEST_F(RxmNesting, PollSetOverACounterReportsItsChangeOnce)
+{
+	fid_poll *pollset = nullptr;
+	fi_poll_attr attr{};
+	ASSERT_EQ(0, fi_poll_open(receiver->domain, &attr, &pollset));
+	ASSERT_EQ(0, fi_poll_add(pollset, &receiver->cntr->fid, 0));
+	void *contexts[4] = {};
+	EXPECT_EQ(0, fi_poll(pollset, contexts, 4));  // nothing yet
+	char in[16] = {};
+	ASSERT_EQ(0, fi_recv(receiver->ep, in, sizeof(in), nullptr, FI_ADDR_UNSPEC, in));
+	std::thread sending = send_one("polled");
+	auto deadline = Clock::now() + std::chrono::milliseconds(kTimeoutMs);
+	int n = 0;
+	while (n == 0 && Clock::now() < deadline)
+		n = fi_poll(pollset, contexts, 4);
+	sending.join();
+	ASSERT_EQ(1, n);
+	EXPECT_EQ(receiver.get(), contexts[0]);
+	EXPECT_EQ(1u, fi_cntr_read(receiver->cntr));
+	EXPECT_STREQ("polled", in);
+	EXPECT_EQ(0, fi_poll(pollset, contexts, 4));  // reported: not again until it changes
+	fi_cq_data_entry e;
+	EXPECT_EQ(1, fi_cq_read(receiver->cq, &e, 1));  // the receive's completion
+	EXPECT_EQ(0, fi_poll_del(pollset, &receiver->cntr->fid, 0));
+	EXPECT_EQ(0, fi_close(&pollset->fid));
+}
+
+// fi_wait on a wait set holding an rxm CQ asks rxm's cores too (fi_trywait on them, through
+// the member's layered_trywait): a send completion that the core wrote during fi_send, with
+// no socket event to follow, ends the wait at once instead of at the timeout.
+TEST_F(RxmNesting, WaitSetOverACqSeesACompletionTheCoreHolds)
+{
+	RxmNode waiter(info, FI_WAIT_SET, false);
+	fi_addr_t receiver_at_waiter = waiter.insert(*receiver);
+	receiver->insert(waiter);
+	char in[16] = {};
+	fi_cq_data_entry e{};
+	auto deadline = Clock::now() + std::chrono::milliseconds(kTimeoutMs);
+	// The first message makes the connection (both sides progressed by their reads).
+	for (const char *text : {"connect", "inline"}) {
+		ASSERT_EQ(0, fi_recv(receiver->ep, in, sizeof(in), nullptr, FI_ADDR_UNSPEC, in));
+		ssize_t rc;
+		while ((rc = fi_send(waiter.ep, text, strlen(text) + 1, nullptr, receiver_at_waiter,
+				     nullptr)) == -FI_EAGAIN &&
+		       Clock::now() < deadline)
+			fi_cq_read(receiver->cq, &e, 0);
+		ASSERT_EQ(0, rc);
+		if (!strcmp(text, "inline")) {
+			// Only the wait set is asked: it must report the send's completion now.
+			auto start = Clock::now();
+			EXPECT_EQ(0, fi_wait(waiter.wait_set, kTimeoutMs));
+			EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(kTimeoutMs / 2));
+		}
+		ssize_t sent = -FI_EAGAIN, got = -FI_EAGAIN;
+		while ((sent == -FI_EAGAIN || got == -FI_EAGAIN) && Clock::now() < deadline) {
+			if (sent == -FI_EAGAIN)
+				sent = fi_cq_read(waiter.cq, &e, 1);
+			if (got == -FI_EAGAIN)
+				got = fi_cq_read(receiver->cq, &e, 1);
+		}
+		ASSERT_EQ(1, sent);
+		ASSERT_EQ(1, got);
+		EXPECT_STREQ(text, in);
+	}
 }
 
 // EQs leave 2 levels (util::Fabric's engine holds its domains' engines; see prov/util/

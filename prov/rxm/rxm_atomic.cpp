@@ -80,7 +80,7 @@ ssize_t RxmEndpoint::atomic_common(const struct fi_msg_atomic *msg, const struct
 		return -FI_EINVAL;
 
 	std::lock_guard guard(lock_);
-	if (!enabled_)
+	if (!enabled())
 		return -FI_EOPBADSTATE;
 	int err = 0;
 	RxmConn *conn = conn_for_send(msg->addr, &err);
@@ -97,7 +97,7 @@ ssize_t RxmEndpoint::atomic_common(const struct fi_msg_atomic *msg, const struct
 	op->kind = TxKind::atomic;
 	op->context = msg->context;
 	op->cq_flags = FI_ATOMIC | (kind == AtomicKind::write ? FI_WRITE : FI_READ);
-	op->report = wants_tx_completion(flags) && !(flags & kNoCompletionFlag);
+	op->report = tx_entry_wanted(flags) && !(flags & kNoCompletionFlag);
 	op->conn = conn;
 	// Fetched values are scattered over the result iocs (op->iov) when the answer comes.
 	op->iov_count = 0;
@@ -208,7 +208,7 @@ void RxmEndpoint::handle_atomic_request(RxmConn *conn, const WireHeader &hdr,
 			done += n;
 		}
 		if (!status)
-			count_remote_atomic(fetch);
+			count_remote(fetch ? FI_REMOTE_READ : FI_REMOTE_WRITE);
 	}
 	WireHeader h;
 	h.op = WireOp::atomic_response;
@@ -269,7 +269,7 @@ ssize_t RxmEndpoint::atomicv(const struct fi_ioc *iov, void **desc, size_t count
 {
 	fi_rma_ioc rma{addr, ioc_total(iov, count, false), key};
 	fi_msg_atomic msg{iov, desc, count, dest, &rma, 1, datatype, op, context, 0};
-	return atomic_common(&msg, nullptr, 0, nullptr, 0, tx_op_flags_, kWrite);
+	return atomic_common(&msg, nullptr, 0, nullptr, 0, tx_op_flags(), kWrite);
 }
 
 ssize_t RxmEndpoint::atomic(const void *buf, size_t count, void *desc, fi_addr_t dest,
@@ -304,7 +304,7 @@ ssize_t RxmEndpoint::fetch_atomicv(const struct fi_ioc *iov, void **desc, size_t
 {
 	fi_rma_ioc rma{addr, ioc_total(iov, count, false), key};
 	fi_msg_atomic msg{iov, desc, count, dest, &rma, 1, datatype, op, context, 0};
-	return atomic_common(&msg, nullptr, 0, resultv, result_count, tx_op_flags_, kFetch);
+	return atomic_common(&msg, nullptr, 0, resultv, result_count, tx_op_flags(), kFetch);
 }
 
 ssize_t RxmEndpoint::fetch_atomic(const void *buf, size_t count, void *desc, void *result,
@@ -336,7 +336,7 @@ ssize_t RxmEndpoint::compare_atomicv(const struct fi_ioc *iov, void **desc, size
 {
 	fi_rma_ioc rma{addr, ioc_total(iov, count, false), key};
 	fi_msg_atomic msg{iov, desc, count, dest, &rma, 1, datatype, op, context, 0};
-	return atomic_common(&msg, comparev, compare_count, resultv, result_count, tx_op_flags_,
+	return atomic_common(&msg, comparev, compare_count, resultv, result_count, tx_op_flags(),
 			     kCompare);
 }
 

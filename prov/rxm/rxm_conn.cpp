@@ -167,7 +167,7 @@ void RxmEndpoint::trim_conns()
 RxmConn *RxmEndpoint::conn_for_send(fi_addr_t dest, int *err)
 {
 	PeerName name;
-	if (!av_ || !av_->address_of(dest, &name)) {
+	if (!av() || !av()->address_of(dest, &name)) {
 		*err = -FI_EINVAL;
 		return nullptr;
 	}

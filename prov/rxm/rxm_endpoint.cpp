@@ -44,22 +44,16 @@ uint64_t random_endpoint_id()
 } // namespace
 
 RxmEndpoint::RxmEndpoint(RxmDomain *domain, struct fi_info *info, void *context)
-	: FidObject(embedded_fid, FI_CLASS_EP, context), domain_(domain), info_(info)
+	: Endpoint(*domain, info, context), domain_(domain), info_(info)
 {
-	fid_ep &pub = embedded_fid.pub;
-	pub.fid.ops = util::ops_ptr<RxmEndpoint, util::make_fi_ops<RxmEndpoint>>();
-	pub.ops = util::ops_ptr<RxmEndpoint, util::make_ep_ops<RxmEndpoint>>();
-	pub.cm = util::ops_ptr<RxmEndpoint, util::make_cm_ops<RxmEndpoint>>();
-	pub.msg = util::ops_ptr<RxmEndpoint, util::make_msg_ops<RxmEndpoint>>();
-	pub.tagged = util::ops_ptr<RxmEndpoint, util::make_tagged_ops<RxmEndpoint>>();
-	pub.rma = util::ops_ptr<RxmEndpoint, util::make_rma_ops<RxmEndpoint>>();
-	pub.atomic = util::ops_ptr<RxmEndpoint, util::make_atomic_ops<RxmEndpoint>>();
-	pub.collective = util::ops_ptr<RxmEndpoint, util::make_collective_ops<RxmEndpoint>>();
-	if (info_->tx_attr)
-		tx_op_flags_ = info_->tx_attr->op_flags;
-	if (info_->rx_attr)
-		rx_op_flags_ = info_->rx_attr->op_flags;
-	domain_->ref();
+	install_ops<RxmEndpoint>();
+	// A multi-receive buffer is released once less than this is left (fi_endpoint(3)).
+	set_min_multi_recv(64);
+}
+
+RxmEndpoint::~RxmEndpoint()
+{
+	fi_freeinfo(info_);
 }
 
 int RxmEndpoint::open(RxmDomain *domain, struct fi_info *info, struct fid_ep **ep, void *context)
@@ -76,118 +70,41 @@ int RxmEndpoint::open(RxmDomain *domain, struct fi_info *info, struct fid_ep **e
 		fi_freeinfo(own);
 		return -FI_ENOMEM;
 	}
-	*ep = e->pub();
+	*ep = e->ep_fid();
 	return 0;
 }
 
 int RxmEndpoint::bind(struct fid *bfid, uint64_t flags)
 {
+	// fi_endpoint(3): remote-side counters need an endpoint made with FI_RMA_EVENT.
+	if (bfid && bfid->fclass == FI_CLASS_CNTR && (flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) &&
+	    !(info_->caps & FI_RMA_EVENT))
+		return -FI_EBADFLAGS;
 	std::lock_guard guard(lock_);
-	if (enabled_)
-		return -FI_EOPBADSTATE;
-	if (!bfid)
-		return -FI_EINVAL;
-	switch (bfid->fclass) {
-	case FI_CLASS_AV: {
-		RxmAv *av = util::fid_cast<RxmAv>(bfid, FI_CLASS_AV);
-		if (!av || flags)
-			return av ? -FI_EBADFLAGS : -FI_EINVAL;
-		if (av_)
-			return -FI_EINVAL;
-		av_ = av;
-		av_->ref();
-		return 0;
-	}
-	case FI_CLASS_CQ: {
-		RxmCq *cq = util::fid_cast<RxmCq>(bfid, FI_CLASS_CQ);
-		if (!cq)
-			return -FI_EINVAL;
-		if (flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION))
-			return -FI_EBADFLAGS;
-		if (!(flags & (FI_TRANSMIT | FI_RECV)))
-			return -FI_EBADFLAGS;
-		if (((flags & FI_TRANSMIT) && tx_cq_) || ((flags & FI_RECV) && rx_cq_))
-			return -FI_EINVAL;
-		if (flags & FI_TRANSMIT) {
-			tx_cq_ = cq;
-			tx_selective_ = flags & FI_SELECTIVE_COMPLETION;
-			cq->attach(this);
-		}
-		if (flags & FI_RECV) {
-			rx_cq_ = cq;
-			rx_selective_ = flags & FI_SELECTIVE_COMPLETION;
-			if (cq != tx_cq_ || !(flags & FI_TRANSMIT))
-				cq->attach(this);
-		}
-		return 0;
-	}
-	case FI_CLASS_CNTR: {
-		RxmCntr *cntr = util::fid_cast<RxmCntr>(bfid, FI_CLASS_CNTR);
-		if (!cntr)
-			return -FI_EINVAL;
-		// fi_endpoint(3): remote-side counters need an endpoint made with FI_RMA_EVENT.
-		uint64_t allowed = FI_SEND | FI_RECV | FI_READ | FI_WRITE |
-				   ((info_->caps & FI_RMA_EVENT) ? FI_REMOTE_READ | FI_REMOTE_WRITE : 0);
-		if (!flags || (flags & ~allowed))
-			return -FI_EBADFLAGS;
-		RxmCntr **slots[] = {&send_cntr_, &recv_cntr_, &read_cntr_, &write_cntr_,
-				     &remote_read_cntr_, &remote_write_cntr_};
-		uint64_t bits[] = {FI_SEND, FI_RECV, FI_READ, FI_WRITE, FI_REMOTE_READ,
-				   FI_REMOTE_WRITE};
-		for (int i = 0; i < 6; i++)
-			if ((flags & bits[i]) && *slots[i])
-				return -FI_EINVAL;
-		for (int i = 0; i < 6; i++)
-			if (flags & bits[i])
-				*slots[i] = cntr;
-		cntr->attach(this);
-		return 0;
-	}
-	case FI_CLASS_EQ:
-		// Nothing is reported on it: connections are internal to rxm.
-		return flags ? -FI_EBADFLAGS : 0;
-	default:
-		return -FI_ENOSYS; // counters are not supported on rxm endpoints
-	}
+	return Endpoint::bind(bfid, flags);
 }
 
 int RxmEndpoint::control(int command, void *arg)
 {
-	switch (command) {
-	case FI_ENABLE: {
-		std::lock_guard guard(lock_);
-		return enable();
-	}
-	case FI_GETOPSFLAG: {
-		if (!arg)
-			return -FI_EINVAL;
-		uint64_t *flags = static_cast<uint64_t *>(arg);
-		*flags = (*flags & FI_TRANSMIT) ? tx_op_flags_ : rx_op_flags_;
-		return 0;
-	}
-	case FI_SETOPSFLAG: {
-		if (!arg)
-			return -FI_EINVAL;
-		uint64_t flags = *static_cast<uint64_t *>(arg);
-		if (flags & FI_TRANSMIT)
-			tx_op_flags_ = flags & ~(FI_TRANSMIT | FI_RECV);
-		else
-			rx_op_flags_ = flags & ~(FI_TRANSMIT | FI_RECV);
-		return 0;
-	}
-	default:
-		return -FI_ENOSYS;
-	}
+	// FI_ENABLE starts the progress thread, which takes the lock: it waits until enabling
+	// (and util marking the endpoint enabled) is done.
+	std::lock_guard guard(lock_);
+	return Endpoint::control(command, arg);
+}
+
+std::array<RxmCntr *, util::Endpoint::kCounterSlots> RxmEndpoint::counters() const noexcept
+{
+	std::array<RxmCntr *, kCounterSlots> all{};
+	for (int slot = 0; slot < kCounterSlots; slot++)
+		all[slot] = static_cast<RxmCntr *>(counter(static_cast<CounterSlot>(slot)));
+	return all;
 }
 
 int RxmEndpoint::enable()
 {
-	if (enabled_)
-		return 0;
-	if (!av_)
+	if (!av())
 		return -FI_ENOAV;
-	// fi_endpoint(3): completions need somewhere to go before the endpoint can be enabled.
-	if (!tx_cq_ && !rx_cq_ && !send_cntr_ && !recv_cntr_ && !read_cntr_ && !write_cntr_)
+	if (!has_completion_target())
 		return -FI_ENOCQ;
 	const RxmParams &p = params();
 	eager_limit_ = p.buffer_size;
@@ -327,7 +244,7 @@ int RxmEndpoint::enable()
 			free_recvs_ = &recvs_[i];
 		}
 	}
-	enabled_ = true;
+	attach_to_bound();
 	register_wait_sources();
 	if (p.data_auto_progress ||
 	    (info_->domain_attr && info_->domain_attr->data_progress == FI_PROGRESS_AUTO))
@@ -386,7 +303,7 @@ int RxmEndpoint::open_core_queues()
 	// the kernel limits how many nested epoll sets may watch one socket (a few dozen at
 	// depth 3), so endpoints of FI_WAIT_NONE objects must not add to that nesting.
 	bool want_fd = false;
-	for (RxmCq *cq : {tx_cq_, rx_cq_})
+	for (RxmCq *cq : {tx_cq(), rx_cq()})
 		want_fd |= cq && cq->wants_wait_fd();
 	for (RxmCntr *cntr : counters())
 		want_fd |= cntr && cntr->wants_wait_fd();
@@ -425,20 +342,18 @@ int RxmEndpoint::open_core_queues()
 	return 0;
 }
 
+// fn gets each as what it is (RxmCq * or RxmCntr *, both util::Waitables).
 template <class Fn>
 void RxmEndpoint::for_each_bound_waitable(Fn fn) const
 {
-	util::Waitable *all[8] = {tx_cq_, rx_cq_};
-	std::array<RxmCntr *, 6> cntrs = counters();
-	std::copy(cntrs.begin(), cntrs.end(), all + 2);
-	util::Waitable *seen[8];
-	size_t n = 0;
-	for (util::Waitable *w : all) {
-		if (!w || std::find(seen, seen + n, w) != seen + n)
-			continue;
-		seen[n++] = w;
-		fn(w);
-	}
+	if (RxmCq *cq = tx_cq())
+		fn(cq);
+	if (RxmCq *cq = rx_cq(); cq && cq != tx_cq())
+		fn(cq);
+	std::array<RxmCntr *, kCounterSlots> cntrs = counters();
+	for (auto it = cntrs.begin(); it != cntrs.end(); ++it)
+		if (*it && std::find(cntrs.begin(), it, *it) == it)
+			fn(*it);
 }
 
 void RxmEndpoint::register_wait_sources()
@@ -469,6 +384,22 @@ void RxmEndpoint::unregister_wait_sources()
 		if (polled)
 			w->remove_fdless_source();
 	});
+}
+
+void RxmEndpoint::attach_to_bound()
+{
+	if (attached_)
+		return;
+	attached_ = true;
+	for_each_bound_waitable([this](auto *object) { object->attach(this); });
+}
+
+void RxmEndpoint::detach_from_bound()
+{
+	if (!attached_)
+		return;
+	attached_ = false;
+	for_each_bound_waitable([this](auto *object) { object->detach(this); });
 }
 
 int RxmEndpoint::core_trywait()
@@ -555,7 +486,6 @@ void RxmEndpoint::shutdown_all()
 	fi_freeinfo(core_conn_info_);
 	core_conn_info_ = nullptr;
 	matcher_.drain_unexpected([](UnexpectedMsg *m) { delete static_cast<Unexpected *>(m->owner); });
-	enabled_ = false;
 }
 
 void RxmEndpoint::start_auto_progress()
@@ -585,23 +515,12 @@ int RxmEndpoint::close()
 		std::lock_guard guard(lock_);
 		unregister_wait_sources(); // while the CQs and counters are still ours
 	}
-	if (tx_cq_)
-		tx_cq_->detach(this);
-	for (RxmCntr *cntr : counters())
-		if (cntr)
-			cntr->detach(this); // once per bind: detach removes one entry
-	
-	if (rx_cq_ && rx_cq_ != tx_cq_)
-		rx_cq_->detach(this);
+	detach_from_bound();
 	{
 		std::lock_guard guard(lock_);
 		shutdown_all();
 	}
-	if (av_)
-		av_->unref();
-	fi_freeinfo(info_);
-	domain_->unref();
-	return FidObject::close();
+	return Endpoint::close(); // releases the bindings and the domain
 }
 
 int RxmEndpoint::getname(void *addr, size_t *addrlen)
@@ -609,7 +528,7 @@ int RxmEndpoint::getname(void *addr, size_t *addrlen)
 	if (!addrlen)
 		return -FI_EINVAL;
 	std::lock_guard guard(lock_);
-	if (!enabled_)
+	if (!enabled())
 		return -FI_EOPBADSTATE;
 	size_t room = *addrlen;
 	*addrlen = own_name_.size();
@@ -623,64 +542,33 @@ int RxmEndpoint::getname(void *addr, size_t *addrlen)
 
 int RxmEndpoint::getopt(int level, int optname, void *optval, size_t *optlen)
 {
-	if (level != FI_OPT_ENDPOINT)
-		return -FI_ENOPROTOOPT;
-	if (!optval || !optlen)
-		return -FI_EINVAL;
-	switch (optname) {
-	case FI_OPT_MIN_MULTI_RECV:
-		if (*optlen < sizeof(size_t))
-			return -FI_ETOOSMALL;
-		*static_cast<size_t *>(optval) = min_multi_recv_;
-		*optlen = sizeof(size_t);
-		return 0;
-	case FI_OPT_CM_DATA_SIZE:
+	// Connections are internal to rxm: the application has no CM data to send.
+	if (level == FI_OPT_ENDPOINT && optname == FI_OPT_CM_DATA_SIZE) {
+		if (!optval || !optlen)
+			return -FI_EINVAL;
 		if (*optlen < sizeof(size_t))
 			return -FI_ETOOSMALL;
 		*static_cast<size_t *>(optval) = 0;
 		*optlen = sizeof(size_t);
 		return 0;
-	default:
-		return -FI_ENOPROTOOPT;
 	}
+	std::lock_guard guard(lock_);
+	return Endpoint::getopt(level, optname, optval, optlen);
 }
 
 int RxmEndpoint::setopt(int level, int optname, const void *optval, size_t optlen)
 {
-	if (level != FI_OPT_ENDPOINT)
-		return -FI_ENOPROTOOPT;
-	if (!optval)
-		return -FI_EINVAL;
-	if (optname == FI_OPT_MIN_MULTI_RECV) {
-		if (optlen != sizeof(size_t))
-			return -FI_EINVAL;
-		std::lock_guard guard(lock_);
-		min_multi_recv_ = *static_cast<const size_t *>(optval);
-		return 0;
-	}
-	return -FI_ENOPROTOOPT;
-}
-
-void RxmEndpoint::count_tx(uint64_t cq_flags, bool error)
-{
-	RxmCntr *cntr = (cq_flags & FI_SEND)    ? send_cntr_
-			: (cq_flags & FI_READ)  ? read_cntr_
-			: (cq_flags & FI_WRITE) ? write_cntr_
-						: nullptr;
-	if (cntr)
-		error ? cntr->increment_error() : cntr->increment();
-}
-
-void RxmEndpoint::count_rx(bool error)
-{
-	if (recv_cntr_)
-		error ? recv_cntr_->increment_error() : recv_cntr_->increment();
+	// The receive path reads FI_OPT_MIN_MULTI_RECV under the lock.
+	std::lock_guard guard(lock_);
+	return Endpoint::setopt(level, optname, optval, optlen);
 }
 
 void RxmEndpoint::progress()
 {
 	std::lock_guard guard(lock_);
-	if (!enabled_)
+	// A reader that took its endpoint list before close detached us may still get here
+	// after shutdown_all: no core CQ then.
+	if (!enabled() || !core_cq_)
 		return;
 	// The core EQ (connection management) is read when the core CQ had nothing, or at
 	// least every cm_progress_interval while data keeps coming: reading it costs a

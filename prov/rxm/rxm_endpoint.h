@@ -1,5 +1,12 @@
 // RxmEndpoint: a reliable datagram (FI_EP_RDM) endpoint built from core MSG connections that
 // are opened on demand. See README.md for the protocols.
+//
+// A util::Endpoint: binding (CQs, counters, EQ, AV), FI_ENABLE / FI_GETOPSFLAG /
+// FI_SETOPSFLAG, the generic options and the completion helpers (selective completion,
+// counters) are util's. rxm adds, around them: its lock (the progress thread may run),
+// FI_RMA_EVENT as the condition for remote counters, FI_OPT_CM_DATA_SIZE, a default
+// FI_OPT_MIN_MULTI_RECV, and its place in the bound CQs' and counters' BoundEndpoints lists
+// (reading them drives this endpoint's progress).
 #ifndef OFI_PROV_RXM_ENDPOINT_H
 #define OFI_PROV_RXM_ENDPOINT_H
 
@@ -8,8 +15,11 @@
 #include "prov/rxm/rxm_conn.h"
 #include "prov/rxm/rxm_core_wait.h"
 #include "prov/rxm/rxm_matcher.h"
+#include "prov/rxm/rxm_av.h"
+#include "prov/rxm/rxm_cntr.h"
+#include "prov/rxm/rxm_cq.h"
 #include "prov/rxm/rxm_ops.h"
-#include "prov/util/fid_object.h"
+#include "prov/util/endpoint.h"
 
 #include <rdma/fabric.h>
 #include <rdma/fi_atomic.h>
@@ -31,27 +41,33 @@
 
 namespace rxm {
 
-class RxmAv;
-class RxmCntr;
-class RxmCq;
 class RxmDomain;
 
-class RxmEndpoint : public util::FidStorage<fid_ep>, public util::FidObject {
+class RxmEndpoint : public util::Endpoint {
 public:
 	static int open(RxmDomain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
+	~RxmEndpoint() override;
 	int close() override;
-	struct fid_ep *pub() { return &embedded_fid.pub; }
 	// Connections whose state is still held (live, being set up, or closed and not yet
 	// released); for tests and logs.
 	size_t connection_count();
 
-	// fi_ops / fi_ops_ep / fi_ops_cm
+	// fi_ops / fi_ops_ep / fi_ops_cm: util's bind, control, getopt and setopt under the
+	// endpoint lock, plus what rxm adds (see above).
 	int bind(struct fid *bfid, uint64_t flags);
 	int control(int command, void *arg);
 	int getname(void *addr, size_t *addrlen);
 	int getopt(int level, int optname, void *optval, size_t *optlen);
 	int setopt(int level, int optname, const void *optval, size_t optlen);
 	ssize_t cancel(void *context);
+
+	// What util binds, as the rxm objects they are: util's bind accepts only objects of
+	// this endpoint's domain, and RxmDomain makes only these classes.
+	RxmCq *tx_cq() const noexcept { return static_cast<RxmCq *>(Endpoint::tx_cq()); }
+	RxmCq *rx_cq() const noexcept { return static_cast<RxmCq *>(Endpoint::rx_cq()); }
+	RxmAv *av() const noexcept { return static_cast<RxmAv *>(Endpoint::av()); }
+	// Every counter slot, bound or not (one counter may fill several).
+	std::array<RxmCntr *, kCounterSlots> counters() const noexcept;
 
 	// fi_ops_msg
 	ssize_t recv(void *buf, size_t len, void *desc, fi_addr_t src, void *context);
@@ -147,7 +163,7 @@ public:
 
 private:
 	RxmEndpoint(RxmDomain *domain, struct fi_info *info, void *context);
-	int enable();
+	int enable() override;
 	void shutdown_all();
 	size_t drain_core_cq(); // returns how many completions it handled
 	void drain_core_eq();
@@ -171,7 +187,6 @@ private:
 	void free_op(TxOp *op);
 	TxBuffer *alloc_tx_buffer(RxmConn *for_peer = nullptr); // same reserve and share as ops
 	void free_tx_buffer(TxBuffer *buf);
-	bool wants_tx_completion(uint64_t flags) const;
 	void queue_op(RxmConn *conn, TxOp *op);
 	void pump(RxmConn *conn);
 	bool pump_one(RxmConn *conn, TxOp *op);
@@ -288,39 +303,19 @@ private:
 	// core endpoint, whose growth progress adds to the application's counters.
 	int open_remote_counters();
 	void collect_remote_counts();
-	void count_remote_atomic(bool fetch);
+	// Puts this endpoint on (takes it off) the BoundEndpoints list of each distinct CQ and
+	// counter bound here, whose reads then drive its progress.
+	void attach_to_bound();
+	void detach_from_bound();
 
-	RxmDomain *domain_;
+	RxmDomain *domain_; // util::Endpoint holds the reference
 	struct fi_info *info_;
 	std::recursive_mutex lock_;
-	bool enabled_ = false;
-	RxmAv *av_ = nullptr;
-	RxmCq *tx_cq_ = nullptr;
-	RxmCq *rx_cq_ = nullptr;
-	// Counters by what they count (fi_ep_bind flags FI_SEND, FI_RECV, FI_READ, FI_WRITE).
-	RxmCntr *send_cntr_ = nullptr;
-	RxmCntr *recv_cntr_ = nullptr;
-	RxmCntr *read_cntr_ = nullptr;
-	RxmCntr *write_cntr_ = nullptr;
-	RxmCntr *remote_read_cntr_ = nullptr;
-	RxmCntr *remote_write_cntr_ = nullptr;
-	// Every counter slot, bound or not (one counter may fill several).
-	std::array<RxmCntr *, 6> counters() const
-	{
-		return {send_cntr_,	   recv_cntr_,	       read_cntr_,
-			write_cntr_,	   remote_read_cntr_, remote_write_cntr_};
-	}
+	bool attached_ = false;
 	// Calls fn once on each distinct CQ and counter bound here.
 	template <class Fn> void for_each_bound_waitable(Fn fn) const;
 	struct fid_cntr *core_remote_cntr_[2] = {}; // [0] remote reads, [1] remote writes
 	uint64_t core_remote_seen_[2] = {};
-	void count_tx(uint64_t cq_flags, bool error);
-	void count_rx(bool error);
-	bool tx_selective_ = false;
-	bool rx_selective_ = false;
-	uint64_t tx_op_flags_ = 0;
-	uint64_t rx_op_flags_ = 0;
-	size_t min_multi_recv_ = 64;
 	size_t eager_limit_ = 0;
 	size_t sar_limit_ = 0;
 	size_t inject_limit_ = 0;

@@ -56,13 +56,13 @@ void RxmEndpoint::free_recv(RecvOp *op)
 
 fi_addr_t RxmEndpoint::source_of(RxmConn *conn)
 {
-	if (!av_)
+	if (!av())
 		return FI_ADDR_NOTAVAIL;
-	uint64_t generation = av_->generation();
+	uint64_t generation = av()->generation();
 	// Entries may be inserted after the connection came up: unknown sources are looked up
 	// again; removals bump the generation.
 	if (conn->source == FI_ADDR_NOTAVAIL || conn->source_generation != generation) {
-		conn->source = av_->find(conn->peer_name.view());
+		conn->source = av()->find(conn->peer_name.view());
 		conn->source_generation = generation;
 	}
 	return conn->source;
@@ -140,17 +140,20 @@ void RxmEndpoint::complete_recv(RecvOp *op)
 		flags |= FI_MULTI_RECV;
 	size_t len = std::min<uint64_t>(op->total_len, op->capacity);
 	void *buf = op->iov_count ? op->iov[0].iov_base : nullptr;
-	count_rx(op->error || op->total_len > op->capacity);
-	if (rx_cq_) {
-		if (op->error)
-			rx_cq_->write_error(op->context, flags, -op->error, 0, 0, op->cq_data, op->tag,
-					    op->error);
-		else if (op->total_len > op->capacity)
-			rx_cq_->write_error(op->context, flags, FI_ETRUNC, len,
-					    op->total_len - op->capacity, op->cq_data, op->tag, 0);
-		else if (!rx_selective_ || (op->op_flags & FI_COMPLETION))
-			rx_cq_->write(op->context, flags, len, buf, op->cq_data, op->tag, op->source);
-	}
+	if (op->error)
+		fail_rx(op->context, flags, op->error, op->error, 0, nullptr, 0, op->cq_data,
+			op->tag);
+	else if (op->total_len > op->capacity)
+		fail_rx(op->context, flags, FI_ETRUNC, 0, len, nullptr,
+			op->total_len - op->capacity, op->cq_data, op->tag);
+	// The receive's own FI_COMPLETION decides, also for a message that carried remote CQ
+	// data (util's complete_rx always reports those: it means RMA writes, which have no
+	// posted operation).
+	else if (rx_entry_wanted(op->op_flags))
+		complete_rx(FI_COMPLETION, op->context, flags, len, buf, op->cq_data, op->tag,
+			    op->source);
+	else
+		count_rx(flags);
 	free_recv(op);
 	if (release)
 		free_recv(parent);
@@ -171,7 +174,7 @@ ssize_t RxmEndpoint::recv_common(const struct iovec *iov, void **desc, size_t co
 	if (multi && (tagged || count != 1))
 		return -FI_EINVAL;
 	std::lock_guard guard(lock_);
-	if (!enabled_)
+	if (!enabled())
 		return -FI_EOPBADSTATE;
 	MatchKind kind = kind_of(tagged);
 
@@ -188,8 +191,8 @@ ssize_t RxmEndpoint::recv_common(const struct iovec *iov, void **desc, size_t co
 				send_control(u->conn, WireOp::delivery_ack, u->msg_id);
 			if (u->conn->sar_unexpected == u)
 				u->conn->sar_unexpected = nullptr;
-			if (rx_cq_)
-				rx_cq_->write(context, FI_RECV | (tagged ? FI_TAGGED : FI_MSG), 0, nullptr,
+			if (rx_cq())
+				rx_cq()->write(context, FI_RECV | (tagged ? FI_TAGGED : FI_MSG), 0, nullptr,
 					      u->cq_data, u->match.tag, source_of(u->conn));
 			release_unexpected(u);
 			return 0;
@@ -229,7 +232,7 @@ ssize_t RxmEndpoint::recv_common(const struct iovec *iov, void **desc, size_t co
 	if (multi) {
 		op->multi = true;
 		op->multi_buf = MultiRecvBuffer(static_cast<uint8_t *>(iov[0].iov_base),
-						iov[0].iov_len, min_multi_recv_);
+						iov[0].iov_len, min_multi_recv());
 	}
 
 	// Messages that arrived first are taken in arrival order.
@@ -306,14 +309,14 @@ void RxmEndpoint::consume_unexpected(RecvOp *op, Unexpected *u)
 ssize_t RxmEndpoint::peek(const struct fi_msg_tagged *msg, uint64_t flags)
 {
 	std::lock_guard guard(lock_);
-	if (!enabled_)
+	if (!enabled())
 		return -FI_EOPBADSTATE;
 	fi_addr_t src = (info_->caps & FI_DIRECTED_RECV) ? msg->addr : FI_ADDR_UNSPEC;
 	MatchSpec spec{src, msg->tag, msg->ignore};
 	UnexpectedMsg *m = matcher_.find_unexpected(MatchKind::tagged, spec);
 	if (!m) {
-		if (rx_cq_)
-			rx_cq_->write_error(msg->context, FI_RECV | FI_TAGGED, FI_ENOMSG, 0, 0, 0,
+		if (rx_cq())
+			rx_cq()->write_error(msg->context, FI_RECV | FI_TAGGED, FI_ENOMSG, 0, 0, 0,
 					    msg->tag, 0);
 		return 0;
 	}
@@ -336,15 +339,15 @@ ssize_t RxmEndpoint::peek(const struct fi_msg_tagged *msg, uint64_t flags)
 	} else if (flags & FI_CLAIM) {
 		m->claim_context = msg->context;
 	}
-	if (rx_cq_)
-		rx_cq_->write(msg->context, cq_flags, len, nullptr, data, tag, source);
+	if (rx_cq())
+		rx_cq()->write(msg->context, cq_flags, len, nullptr, data, tag, source);
 	return 0;
 }
 
 ssize_t RxmEndpoint::cancel(void *context)
 {
 	std::lock_guard guard(lock_);
-	if (!enabled_)
+	if (!enabled())
 		return -FI_ENOENT;
 	PostedRecv *r = matcher_.cancel(context);
 	if (!r)
@@ -356,8 +359,8 @@ ssize_t RxmEndpoint::cancel(void *context)
 		return 0;
 	}
 	uint64_t flags = FI_RECV | (op->tagged ? FI_TAGGED : FI_MSG) | (op->multi ? FI_MULTI_RECV : 0);
-	if (rx_cq_)
-		rx_cq_->write_error(op->context, flags, FI_ECANCELED, 0, 0, 0, 0, 0);
+	if (rx_cq())
+		rx_cq()->write_error(op->context, flags, FI_ECANCELED, 0, 0, 0, 0, 0);
 	free_recv(op);
 	return 0;
 }
@@ -812,13 +815,13 @@ void RxmEndpoint::on_rndv_read_done(RecvOp *op, int err)
 ssize_t RxmEndpoint::recv(void *buf, size_t len, void *desc, fi_addr_t src, void *context)
 {
 	iovec iov{buf, len};
-	return recv_common(&iov, &desc, 1, src, 0, 0, context, rx_op_flags_, false);
+	return recv_common(&iov, &desc, 1, src, 0, 0, context, rx_op_flags(), false);
 }
 
 ssize_t RxmEndpoint::recvv(const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
 			   void *context)
 {
-	return recv_common(iov, desc, count, src, 0, 0, context, rx_op_flags_, false);
+	return recv_common(iov, desc, count, src, 0, 0, context, rx_op_flags(), false);
 }
 
 ssize_t RxmEndpoint::recvmsg(const struct fi_msg *msg, uint64_t flags)
@@ -835,13 +838,13 @@ ssize_t RxmEndpoint::trecv(void *buf, size_t len, void *desc, fi_addr_t src, uin
 			   uint64_t ignore, void *context)
 {
 	iovec iov{buf, len};
-	return recv_common(&iov, &desc, 1, src, tag, ignore, context, rx_op_flags_, true);
+	return recv_common(&iov, &desc, 1, src, tag, ignore, context, rx_op_flags(), true);
 }
 
 ssize_t RxmEndpoint::trecvv(const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
 			    uint64_t tag, uint64_t ignore, void *context)
 {
-	return recv_common(iov, desc, count, src, tag, ignore, context, rx_op_flags_, true);
+	return recv_common(iov, desc, count, src, tag, ignore, context, rx_op_flags(), true);
 }
 
 ssize_t RxmEndpoint::trecvmsg(const struct fi_msg_tagged *msg, uint64_t flags)

@@ -13,7 +13,7 @@ namespace rxm {
 
 int RxmEndpoint::open_remote_counters()
 {
-	RxmCntr *wanted[2] = {remote_read_cntr_, remote_write_cntr_};
+	util::Counter *wanted[2] = {counter(kRemoteReadCntr), counter(kRemoteWriteCntr)};
 	for (int i = 0; i < 2; i++) {
 		if (!wanted[i])
 			continue;
@@ -30,22 +30,16 @@ int RxmEndpoint::open_remote_counters()
 
 void RxmEndpoint::collect_remote_counts()
 {
-	RxmCntr *targets[2] = {remote_read_cntr_, remote_write_cntr_};
+	util::Counter *targets[2] = {counter(kRemoteReadCntr), counter(kRemoteWriteCntr)};
 	for (int i = 0; i < 2; i++) {
 		if (!core_remote_cntr_[i])
 			continue;
 		uint64_t now = fi_cntr_read(core_remote_cntr_[i]);
 		if (now == core_remote_seen_[i])
 			continue;
-		targets[i]->add(now - core_remote_seen_[i]);
+		targets[i]->increment(now - core_remote_seen_[i]);
 		core_remote_seen_[i] = now;
 	}
-}
-
-void RxmEndpoint::count_remote_atomic(bool fetch)
-{
-	if (RxmCntr *cntr = fetch ? remote_read_cntr_ : remote_write_cntr_)
-		cntr->increment();
 }
 
 } // namespace rxm

@@ -33,7 +33,7 @@ ssize_t RxmEndpoint::rma_common(const struct fi_msg_rma *msg, uint64_t flags, bo
 	if ((flags & FI_INJECT) && total > inject_limit_)
 		return -FI_EMSGSIZE;
 	std::lock_guard guard(lock_);
-	if (!enabled_)
+	if (!enabled())
 		return -FI_EOPBADSTATE;
 	int err = 0;
 	RxmConn *conn = conn_for_send(msg->addr, &err);
@@ -46,7 +46,7 @@ ssize_t RxmEndpoint::rma_common(const struct fi_msg_rma *msg, uint64_t flags, bo
 	op->kind = is_write ? TxKind::rma_write : TxKind::rma_read;
 	op->context = msg->context;
 	op->cq_flags = FI_RMA | access;
-	op->report = !(flags & kNoCompletionFlag) && wants_tx_completion(flags);
+	op->report = !(flags & kNoCompletionFlag) && tx_entry_wanted(flags);
 	// The wire header is unused by RMA ops: it keeps the remote CQ data for pump_one.
 	if (flags & FI_REMOTE_CQ_DATA) {
 		op->hdr.flags |= wire_flag::remote_cq_data;
@@ -100,10 +100,12 @@ void RxmEndpoint::on_remote_write(const struct fi_cq_data_entry &comp)
 		if (repost(buf))
 			on_buffer_reposted(conn);
 	}
-	if (!(comp.flags & FI_REMOTE_CQ_DATA) || !rx_cq_)
-		return;
-	rx_cq_->write(nullptr, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA, comp.len, nullptr,
-		      comp.data, 0, conn ? source_of(conn) : FI_ADDR_NOTAVAIL);
+	// Remote CQ data has no posted operation to ask for a completion: always reported
+	// (FI_COMPLETION); source_of is a reverse lookup, not made when there is no CQ.
+	if ((comp.flags & FI_REMOTE_CQ_DATA) && rx_cq())
+		complete_rx(FI_COMPLETION, nullptr, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
+			    comp.len, nullptr, comp.data, 0,
+			    conn ? source_of(conn) : FI_ADDR_NOTAVAIL);
 }
 
 ssize_t RxmEndpoint::writemsg(const struct fi_msg_rma *msg, uint64_t flags)
@@ -135,7 +137,7 @@ ssize_t RxmEndpoint::writev(const struct iovec *iov, void **desc, size_t count, 
 		total += iov[i].iov_len;
 	fi_rma_iov rma{addr, total, key};
 	fi_msg_rma msg{iov, desc, count, dest, &rma, 1, context, 0};
-	return rma_common(&msg, tx_op_flags_, true);
+	return rma_common(&msg, tx_op_flags(), true);
 }
 
 ssize_t RxmEndpoint::writedata(const void *buf, size_t len, void *desc, uint64_t data,
@@ -144,7 +146,7 @@ ssize_t RxmEndpoint::writedata(const void *buf, size_t len, void *desc, uint64_t
 	iovec iov{const_cast<void *>(buf), len};
 	fi_rma_iov rma{addr, len, key};
 	fi_msg_rma msg{&iov, &desc, 1, dest, &rma, 1, context, data};
-	return rma_common(&msg, tx_op_flags_ | FI_REMOTE_CQ_DATA, true);
+	return rma_common(&msg, tx_op_flags() | FI_REMOTE_CQ_DATA, true);
 }
 
 ssize_t RxmEndpoint::inject_write(const void *buf, size_t len, fi_addr_t dest, uint64_t addr,
@@ -180,7 +182,7 @@ ssize_t RxmEndpoint::readv(const struct iovec *iov, void **desc, size_t count, f
 		total += iov[i].iov_len;
 	fi_rma_iov rma{addr, total, key};
 	fi_msg_rma msg{iov, desc, count, src, &rma, 1, context, 0};
-	return rma_common(&msg, tx_op_flags_, false);
+	return rma_common(&msg, tx_op_flags(), false);
 }
 
 } // namespace rxm

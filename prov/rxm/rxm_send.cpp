@@ -144,11 +144,6 @@ void RxmEndpoint::free_tx_buffer(TxBuffer *buf)
 	free_tx_count_++;
 }
 
-bool RxmEndpoint::wants_tx_completion(uint64_t flags) const
-{
-	return tx_cq_ && (!tx_selective_ || (flags & FI_COMPLETION));
-}
-
 int RxmEndpoint::translate_desc(const struct iovec *iov, void **app_desc, size_t count,
 				uint64_t access, TxOp *op)
 {
@@ -194,7 +189,7 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 			return -FI_EINVAL;
 	uint64_t total = iov_total(iov, count);
 	std::lock_guard guard(lock_);
-	if (!enabled_)
+	if (!enabled())
 		return -FI_EOPBADSTATE;
 	if ((flags & FI_INJECT) && total > inject_limit_)
 		return -FI_EMSGSIZE;
@@ -207,7 +202,7 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 		return -FI_EAGAIN;
 	op->context = context;
 	op->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
-	op->report = wants_tx_completion(flags) && !(flags & kNoCompletionFlag);
+	op->report = tx_entry_wanted(flags) && !(flags & kNoCompletionFlag);
 	op->conn = conn;
 	op->total_len = total;
 	op->hdr.flags = tagged ? wire_flag::tagged : 0;
@@ -511,14 +506,17 @@ void RxmEndpoint::maybe_finish(TxOp *op)
 
 void RxmEndpoint::finish_op(TxOp *op)
 {
-	if (op->kind != TxKind::control)
-		count_tx(op->cq_flags, op->error != 0);
-	if (op->kind != TxKind::control && tx_cq_) {
-		if (op->error)
-			tx_cq_->write_error(op->context, op->cq_flags, -op->error, 0, 0, 0, 0, op->error);
-		else if (op->report)
-			tx_cq_->write(op->context, op->cq_flags, 0, nullptr, 0, 0, FI_ADDR_NOTAVAIL);
-	}
+	// Internal messages (rendezvous done, acks, atomic responses) are not the application's.
+	// op->report already applied the selective-completion rule (and inject's "no entry")
+	// when the operation was posted, hence FI_COMPLETION here.
+	if (op->kind == TxKind::control)
+		;
+	else if (op->error)
+		fail_tx(op->context, op->cq_flags, op->error, op->error);
+	else if (op->report)
+		complete_tx(FI_COMPLETION, op->context, op->cq_flags);
+	else
+		count_tx(op->cq_flags);
 	free_op(op);
 }
 
@@ -563,13 +561,13 @@ bool RxmEndpoint::send_control(RxmConn *conn, WireOp wire_op, uint64_t msg_id, u
 ssize_t RxmEndpoint::send(const void *buf, size_t len, void *desc, fi_addr_t dest, void *context)
 {
 	iovec iov{const_cast<void *>(buf), len};
-	return send_common(&iov, &desc, 1, dest, context, 0, 0, tx_op_flags_, false);
+	return send_common(&iov, &desc, 1, dest, context, 0, 0, tx_op_flags(), false);
 }
 
 ssize_t RxmEndpoint::sendv(const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
 			   void *context)
 {
-	return send_common(iov, desc, count, dest, context, 0, 0, tx_op_flags_, false);
+	return send_common(iov, desc, count, dest, context, 0, 0, tx_op_flags(), false);
 }
 
 ssize_t RxmEndpoint::sendmsg(const struct fi_msg *msg, uint64_t flags)
@@ -593,7 +591,7 @@ ssize_t RxmEndpoint::senddata(const void *buf, size_t len, void *desc, uint64_t 
 			      fi_addr_t dest, void *context)
 {
 	iovec iov{const_cast<void *>(buf), len};
-	return send_common(&iov, &desc, 1, dest, context, data, 0, tx_op_flags_ | FI_REMOTE_CQ_DATA,
+	return send_common(&iov, &desc, 1, dest, context, data, 0, tx_op_flags() | FI_REMOTE_CQ_DATA,
 			   false);
 }
 
@@ -608,13 +606,13 @@ ssize_t RxmEndpoint::tsend(const void *buf, size_t len, void *desc, fi_addr_t de
 			   void *context)
 {
 	iovec iov{const_cast<void *>(buf), len};
-	return send_common(&iov, &desc, 1, dest, context, 0, tag, tx_op_flags_, true);
+	return send_common(&iov, &desc, 1, dest, context, 0, tag, tx_op_flags(), true);
 }
 
 ssize_t RxmEndpoint::tsendv(const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
 			    uint64_t tag, void *context)
 {
-	return send_common(iov, desc, count, dest, context, 0, tag, tx_op_flags_, true);
+	return send_common(iov, desc, count, dest, context, 0, tag, tx_op_flags(), true);
 }
 
 ssize_t RxmEndpoint::tsendmsg(const struct fi_msg_tagged *msg, uint64_t flags)
@@ -639,7 +637,7 @@ ssize_t RxmEndpoint::tsenddata(const void *buf, size_t len, void *desc, uint64_t
 {
 	iovec iov{const_cast<void *>(buf), len};
 	return send_common(&iov, &desc, 1, dest, context, data, tag,
-			   tx_op_flags_ | FI_REMOTE_CQ_DATA, true);
+			   tx_op_flags() | FI_REMOTE_CQ_DATA, true);
 }
 
 ssize_t RxmEndpoint::tinjectdata(const void *buf, size_t len, uint64_t data, fi_addr_t dest,

@@ -150,14 +150,17 @@ int Endpoint::bind(struct fid *bfid, uint64_t flags)
 	}
 }
 
-int Endpoint::enable()
+bool Endpoint::has_completion_target() const noexcept
 {
-	// fi_endpoint(3): completions need somewhere to go, so an endpoint with neither a CQ
-	// nor a counter bound cannot be enabled.
 	bool has_counter = false;
 	for (Counter *cntr : counters_)
 		has_counter = has_counter || cntr;
-	if (!tx_cq_ && !rx_cq_ && !has_counter)
+	return tx_cq_ || rx_cq_ || has_counter;
+}
+
+int Endpoint::enable()
+{
+	if (!has_completion_target())
 		return -FI_ENOCQ;
 	enabled_ = true;
 	return 0;
@@ -258,7 +261,7 @@ Endpoint::CounterSlot tx_counter_slot(uint64_t cq_flags)
 void Endpoint::complete_tx(uint64_t op_flags, void *context, uint64_t cq_flags, size_t len,
 			   uint64_t data, uint64_t tag)
 {
-	if (tx_cq_ && (!tx_selective_ || (op_flags & FI_COMPLETION)))
+	if (tx_entry_wanted(op_flags))
 		tx_cq_->write(context, cq_flags, len, nullptr, data, tag);
 	count_tx(cq_flags);
 }
@@ -273,9 +276,13 @@ void Endpoint::complete_rx(uint64_t op_flags, void *context, uint64_t cq_flags, 
 			   void *buf, uint64_t data, uint64_t tag, fi_addr_t src_addr)
 {
 	// FI_REMOTE_CQ_DATA completions (remote writes with data) are always reported.
-	if (rx_cq_ && (!rx_selective_ || (op_flags & FI_COMPLETION) ||
-		       (cq_flags & FI_REMOTE_CQ_DATA)))
+	if (rx_entry_wanted(op_flags) || (rx_cq_ && (cq_flags & FI_REMOTE_CQ_DATA)))
 		rx_cq_->write(context, cq_flags, len, buf, data, tag, src_addr);
+	count_rx(cq_flags);
+}
+
+void Endpoint::count_rx(uint64_t cq_flags)
+{
 	if ((cq_flags & FI_RECV) && counters_[kRecvCntr])
 		counters_[kRecvCntr]->increment();
 }

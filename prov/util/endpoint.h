@@ -74,6 +74,20 @@ public:
 	// A transmit that writes no CQ entry by nature (fi_inject*) still completes: counters
 	// count it (fi_cntr(3) counts completed operations, whatever the CQ shows).
 	void count_tx(uint64_t cq_flags);
+	// The receive side of count_tx: a receive whose entry the selective-completion rule
+	// suppressed still counts (FI_RECV in cq_flags picks the receive counter).
+	void count_rx(uint64_t cq_flags);
+	// The selective-completion rule alone: does a successful operation posted with
+	// 'op_flags' get a CQ entry? For providers that decide when the operation is posted
+	// (and then complete it with FI_COMPLETION or count_tx/count_rx).
+	bool tx_entry_wanted(uint64_t op_flags) const noexcept
+	{
+		return tx_cq_ && (!tx_selective_ || (op_flags & FI_COMPLETION));
+	}
+	bool rx_entry_wanted(uint64_t op_flags) const noexcept
+	{
+		return rx_cq_ && (!rx_selective_ || (op_flags & FI_COMPLETION));
+	}
 
 	// Called on FI_ENABLE after the generic checks; providers override to start the
 	// endpoint (the default just marks it enabled).
@@ -105,6 +119,12 @@ protected:
 
 	// Releases every binding (CQs, counters, EQ, AV). Called by close().
 	void unbind_all() noexcept;
+	// fi_endpoint(3): completions need somewhere to go, so an endpoint with neither a CQ
+	// nor a counter bound cannot be enabled. The check of the default enable(), for
+	// overrides that do more before they succeed.
+	bool has_completion_target() const noexcept;
+	// FI_OPT_MIN_MULTI_RECV before the application sets it (0 unless the provider says).
+	void set_min_multi_recv(size_t bytes) noexcept { min_multi_recv_ = bytes; }
 
 private:
 	int bind_cq(CompletionQueue *cq, uint64_t flags);

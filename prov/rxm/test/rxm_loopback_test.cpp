@@ -968,6 +968,28 @@ TEST_F(RxmLoopback, EnableWithoutCqOrCounterFails)
 	EXPECT_EQ(0, fi_close(&ep->fid));
 }
 
+// One CQ bound by two fi_ep_bind calls (FI_TRANSMIT, then FI_RECV) is one CQ to the
+// endpoint: closing the endpoint leaves nothing of it on the CQ, which then closes.
+TEST_F(RxmLoopback, CqBoundForEachDirectionSeparatelyIsReleasedOnClose)
+{
+	fi_cq_attr cq_attr{};
+	cq_attr.format = FI_CQ_FORMAT_TAGGED;
+	fid_cq *cq = nullptr;
+	ASSERT_EQ(0, fi_cq_open(a->domain, &cq_attr, &cq, nullptr));
+	fid_ep *ep = nullptr;
+	ASSERT_EQ(0, fi_endpoint(a->domain, info, &ep, nullptr));
+	ASSERT_EQ(0, fi_ep_bind(ep, &a->av->fid, 0));
+	ASSERT_EQ(0, fi_ep_bind(ep, &cq->fid, FI_TRANSMIT));
+	ASSERT_EQ(0, fi_ep_bind(ep, &cq->fid, FI_RECV));
+	EXPECT_GT(0, fi_ep_bind(ep, &cq->fid, FI_RECV)); // that direction has its CQ
+	ASSERT_EQ(0, fi_enable(ep));
+	fi_cq_tagged_entry entry;
+	EXPECT_EQ(-FI_EAGAIN, fi_cq_read(cq, &entry, 1)); // progresses the endpoint
+	EXPECT_EQ(-FI_EBUSY, fi_close(&cq->fid));
+	EXPECT_EQ(0, fi_close(&ep->fid));
+	EXPECT_EQ(0, fi_close(&cq->fid));
+}
+
 TEST(RxmCounters, CountSendsReceivesAndErrors)
 {
 	fi_info *hints = fi_allocinfo();

@@ -106,16 +106,42 @@ int RxmEndpoint::enable()
 		return -FI_ENOAV;
 	if (!has_completion_target())
 		return -FI_ENOCQ;
+	choose_limits();
+	core_fabric_ = domain_->rxm_fabric().core();
+
+	// Each step either succeeds or leaves what it made for shutdown_all, which releases
+	// whatever exists: one way back for a failure at any step, the same as close's.
+	using Step = int (RxmEndpoint::*)();
+	static constexpr Step kSteps[] = {
+		&RxmEndpoint::open_core_queues,	  &RxmEndpoint::open_remote_counters,
+		&RxmEndpoint::listen_for_peers,	  &RxmEndpoint::open_srx_if_wanted,
+		&RxmEndpoint::prepare_core_conn_info, &RxmEndpoint::allocate_pools,
+	};
+	for (Step step : kSteps) {
+		if (int ret = (this->*step)()) {
+			RXM_WARN(FI_LOG_EP_CTRL, "enabling endpoint: %s\n", fi_strerror(-ret));
+			shutdown_all();
+			return ret;
+		}
+	}
+	attach_to_bound();
+	register_wait_sources();
+	if (params().data_auto_progress ||
+	    (info_->domain_attr && info_->domain_attr->data_progress == FI_PROGRESS_AUTO))
+		start_auto_progress();
+	return 0;
+}
+
+// Message protocol limits (eager, SAR, inject), zero copy and same-host rendezvous, from
+// the parameters and what the core offers.
+void RxmEndpoint::choose_limits()
+{
 	const RxmParams &p = params();
 	eager_limit_ = p.buffer_size;
-	{
-		// A byte-stream core leaves unread data in its socket and places payloads where
-		// they go: bigger segments cost nothing extra there, only fewer messages.
-		const fi_info *core = domain_->core_info();
-		bool byte_stream = core->ep_attr && core->ep_attr->protocol == FI_PROTO_SOCK_TCP;
-		if (byte_stream && !p.buffer_size_set)
-			eager_limit_ = std::max(p.buffer_size, p.stream_buffer_size);
-	}
+	// A byte-stream core leaves unread data in its socket and places payloads where they go:
+	// bigger segments cost nothing extra there, only fewer messages.
+	if (byte_stream_core() && !p.buffer_size_set)
+		eager_limit_ = std::max(p.buffer_size, p.stream_buffer_size);
 	sar_limit_ = domain_->rma_capable() ? std::max(p.sar_limit, eager_limit_) : SIZE_MAX;
 	inject_limit_ = info_->tx_attr ? info_->tx_attr->inject_size : eager_limit_;
 	{
@@ -127,67 +153,70 @@ int RxmEndpoint::enable()
 	}
 	if (inject_limit_ > eager_limit_)
 		inject_limit_ = eager_limit_;
-	// Same-host pulls need RMA reads to fall back on; the offer (segments plus kCmaOfferSize bytes) must fit a bounce buffer.
-	// Only over byte-stream cores, where the alternative is two copies through the loopback
-	// socket (and where the kernel can tell who holds the far end, see below).
-	bool byte_stream_core = domain_->core_info()->ep_attr &&
-				domain_->core_info()->ep_attr->protocol == FI_PROTO_SOCK_TCP;
-	// A peer's pid is believed only when it owns the kernel socket at the far end of the
-	// connection (rxm_cma_owner.h): a core without kernel sockets (verbs) cannot show that.
-	if (p.use_cma_set && p.use_cma && !byte_stream_core)
+	// Same-host pulls need RMA reads to fall back on; the offer (segments plus kCmaOfferSize
+	// bytes) must fit a bounce buffer. Only over byte-stream cores, where the alternative is
+	// two copies through the loopback socket, and where the kernel can tell who holds the far
+	// end: a peer's pid is believed only when it owns the kernel socket at the far end of the
+	// connection (rxm_cma_owner.h), which a core without kernel sockets (verbs) cannot show.
+	if (p.use_cma_set && p.use_cma && !byte_stream_core())
 		RXM_INFO(FI_LOG_EP_CTRL, "use_cma ignored: the core has no kernel sockets by which "
 					 "a same-host peer could be proved\n");
-	cma_ = byte_stream_core && (!p.use_cma_set || p.use_cma) && !p.use_rndv_write &&
+	cma_ = byte_stream_core() && (!p.use_cma_set || p.use_cma) && !p.use_rndv_write &&
 	       domain_->rma_capable() &&
 	       rndv_payload_size(kRndvMaxSegments) + kCmaOfferSize <= eager_limit_ &&
 	       cma_make_token(cma_token_);
 	cma_rndv_min_ = cma_ ? std::min(p.cma_rndv_min, sar_limit_) : SIZE_MAX;
 	RXM_INFO(FI_LOG_EP_CTRL, "eager up to %zu, SAR up to %zu, same-host rendezvous %s\n",
 		 eager_limit_, sar_limit_, cma_ ? "offered" : "off");
-	core_fabric_ = domain_->rxm_fabric().core();
+}
 
-	int ret = open_core_queues();
+bool RxmEndpoint::byte_stream_core() const
+{
+	const fi_info *core = domain_->core_info();
+	return core->ep_attr && core->ep_attr->protocol == FI_PROTO_SOCK_TCP;
+}
+
+// The core passive endpoint on the domain's address, and our name (what peers insert).
+int RxmEndpoint::listen_for_peers()
+{
+	int ret = fi_passive_ep(core_fabric_, const_cast<fi_info *>(domain_->core_info()), &pep_,
+				nullptr);
 	if (!ret)
-		ret = open_remote_counters();
+		ret = fi_pep_bind(pep_, &core_eq_->fid, 0);
+	if (!ret)
+		ret = fi_listen(pep_);
 	if (ret)
-		goto fail;
-	ret = fi_passive_ep(core_fabric_, const_cast<fi_info *>(domain_->core_info()), &pep_, nullptr);
+		return ret;
+	uint8_t name[kCmMaxNameLen * 2];
+	size_t len = sizeof(name);
+	ret = fi_getname(&pep_->fid, name, &len);
 	if (ret)
-		goto fail;
-	ret = fi_pep_bind(pep_, &core_eq_->fid, 0);
-	if (ret)
-		goto fail;
-	ret = fi_listen(pep_);
-	if (ret)
-		goto fail;
-	{
-		uint8_t name[kCmMaxNameLen * 2];
-		size_t len = sizeof(name);
-		ret = fi_getname(&pep_->fid, name, &len);
-		if (ret)
-			goto fail;
-		if (len > kCmMaxNameLen) {
-			ret = -FI_EINVAL;
-			goto fail;
-		}
-		own_name_ = canonical_address(name, len);
-		memcpy(identity_.name, own_name_.data(), len);
-		identity_.name_len = static_cast<uint8_t>(len);
-		identity_.endpoint_id = random_endpoint_id();
-		conn_id_nonce_ = static_cast<uint32_t>(identity_.endpoint_id >> 52); // 12 bits
-	}
+		return ret;
+	if (len > kCmMaxNameLen)
+		return -FI_EINVAL;
+	own_name_ = canonical_address(name, len);
+	memcpy(identity_.name, own_name_.data(), len);
+	identity_.name_len = static_cast<uint8_t>(len);
+	identity_.endpoint_id = random_endpoint_id();
+	conn_id_nonce_ = static_cast<uint32_t>(identity_.endpoint_id >> 52); // 12 bits
+	return 0;
+}
+
+int RxmEndpoint::open_srx_if_wanted()
+{
 	// A core with credit flow control (verbs) gets per-connection receives: the credits a
 	// peer is granted count receives posted for it alone, which a shared pool cannot promise.
-	if (p.use_srx && !domain_->flow_ctrl()) {
-		ret = open_srx();
-		if (ret)
-			goto fail;
-	}
+	if (params().use_srx && !domain_->flow_ctrl())
+		return open_srx();
+	return 0;
+}
+
+// The template of the active core endpoints rxm opens per connection.
+int RxmEndpoint::prepare_core_conn_info()
+{
 	core_conn_info_ = fi_dupinfo(domain_->core_info());
-	if (!core_conn_info_) {
-		ret = -FI_ENOMEM;
-		goto fail;
-	}
+	if (!core_conn_info_)
+		return -FI_ENOMEM;
 	// Active endpoints take an ephemeral source address, not the listener's port.
 	free(core_conn_info_->src_addr);
 	core_conn_info_->src_addr = nullptr;
@@ -195,65 +224,52 @@ int RxmEndpoint::enable()
 	// Over sockets, connections leave from our name's IP: peers hold the IP in our CM data
 	// against the one they see (rxm_conn_rules.h), and on a host with several addresses the
 	// kernel's route could otherwise pick another.
-	if (byte_stream_core) {
-		int ret2 = bind_connections_to_own_ip();
-		if (ret2) {
-			ret = ret2;
-			goto fail;
-		}
-	}
+	return byte_stream_core() ? bind_connections_to_own_ip() : 0;
+}
 
-	{
-		size_t tx_count = std::max<size_t>(64, p.msg_tx_size * 2);
-		size_t buf_size = kWireHeaderSize + eager_limit_;
-		if (!tx_slab_.allocate(tx_count * buf_size)) {
-			ret = -FI_ENOMEM;
-			goto fail;
-		}
-		tx_buffers_.resize(tx_count);
-		if (domain_->core_needs_local_mr()) {
-			ret = domain_->register_internal(tx_slab_.data(), tx_slab_.size(),
-							 FI_SEND | FI_RECV, &tx_mr_);
-			if (ret)
-				goto fail;
-		}
-		for (size_t i = 0; i < tx_count; i++) {
-			TxBuffer &b = tx_buffers_[i];
-			b.core.kind = CoreOpKind::tx_buffer;
-			b.core.owner = nullptr;
-			b.charged = nullptr;
-			b.conn = nullptr;
-			b.data = tx_slab_.data() + i * buf_size;
-			b.next_free = free_tx_;
-			free_tx_ = &b;
-			free_tx_count_++;
-		}
-		size_t op_count = (info_->tx_attr ? info_->tx_attr->size : p.tx_size) + kControlReserve;
-		ops_.resize(op_count);
-		for (size_t i = op_count; i-- > 0;) {
-			ops_[i].index = static_cast<uint32_t>(i);
-			ops_[i].in_use = false;
-			ops_[i].generation = 0;
-			free_ops_.push_back(static_cast<uint32_t>(i));
-		}
-		size_t recv_count = info_->rx_attr ? info_->rx_attr->size : p.rx_size;
-		recvs_.resize(recv_count);
-		for (size_t i = recv_count; i-- > 0;) {
-			recvs_[i].in_use = false;
-			recvs_[i].next_free = free_recvs_;
-			free_recvs_ = &recvs_[i];
-		}
+// The bounce buffers and the send and receive operation pools; the data path takes from
+// them and never allocates.
+int RxmEndpoint::allocate_pools()
+{
+	const RxmParams &p = params();
+	size_t tx_count = std::max<size_t>(64, p.msg_tx_size * 2);
+	size_t buf_size = kWireHeaderSize + eager_limit_;
+	if (!tx_slab_.allocate(tx_count * buf_size))
+		return -FI_ENOMEM;
+	if (domain_->core_needs_local_mr()) {
+		int ret = domain_->register_internal(tx_slab_.data(), tx_slab_.size(),
+						     FI_SEND | FI_RECV, &tx_mr_);
+		if (ret)
+			return ret;
 	}
-	attach_to_bound();
-	register_wait_sources();
-	if (p.data_auto_progress ||
-	    (info_->domain_attr && info_->domain_attr->data_progress == FI_PROGRESS_AUTO))
-		start_auto_progress();
+	tx_buffers_.resize(tx_count);
+	for (size_t i = 0; i < tx_count; i++) {
+		TxBuffer &b = tx_buffers_[i];
+		b.core.kind = CoreOpKind::tx_buffer;
+		b.core.owner = nullptr;
+		b.charged = nullptr;
+		b.conn = nullptr;
+		b.data = tx_slab_.data() + i * buf_size;
+		b.next_free = free_tx_;
+		free_tx_ = &b;
+		free_tx_count_++;
+	}
+	size_t op_count = (info_->tx_attr ? info_->tx_attr->size : p.tx_size) + kControlReserve;
+	ops_.resize(op_count);
+	for (size_t i = op_count; i-- > 0;) {
+		ops_[i].index = static_cast<uint32_t>(i);
+		ops_[i].in_use = false;
+		ops_[i].generation = 0;
+		free_ops_.push_back(static_cast<uint32_t>(i));
+	}
+	size_t recv_count = info_->rx_attr ? info_->rx_attr->size : p.rx_size;
+	recvs_.resize(recv_count);
+	for (size_t i = recv_count; i-- > 0;) {
+		recvs_[i].in_use = false;
+		recvs_[i].next_free = free_recvs_;
+		free_recvs_ = &recvs_[i];
+	}
 	return 0;
-fail:
-	RXM_WARN(FI_LOG_EP_CTRL, "enabling endpoint: %s\n", fi_strerror(-ret));
-	shutdown_all();
-	return ret;
 }
 
 // Receive buffers shared by all connections, when the core offers shared receive contexts;
@@ -464,6 +480,16 @@ void RxmEndpoint::shutdown_all()
 	for (RecvOp &op : recvs_)
 		for (size_t i = 0; op.in_use && i < op.own_mr_count; i++)
 			fi_close(&op.own_mr[i]->fid);
+	// The pools go too: a later fi_enable (after a failed one) builds them afresh, and
+	// free lists built twice would hand out one slot twice.
+	tx_buffers_.clear();
+	free_tx_ = nullptr;
+	free_tx_count_ = 0;
+	tx_slab_.release();
+	ops_.clear();
+	free_ops_.clear();
+	recvs_.clear();
+	free_recvs_ = nullptr;
 	for (fid_cntr *&core : core_remote_cntr_) {
 		if (core)
 			fi_close(&core->fid);

@@ -163,7 +163,15 @@ public:
 
 private:
 	RxmEndpoint(RxmDomain *domain, struct fi_info *info, void *context);
+	// Sets the protocol limits, then runs the steps below in order; a failing step's
+	// error is returned after shutdown_all released what the earlier ones made.
 	int enable() override;
+	void choose_limits();
+	int listen_for_peers();
+	int open_srx_if_wanted();
+	int prepare_core_conn_info();
+	int allocate_pools();
+	bool byte_stream_core() const; // the core is a socket byte stream (tcp)
 	void shutdown_all();
 	size_t drain_core_cq(); // returns how many completions it handled
 	void drain_core_eq();

@@ -990,6 +990,68 @@ TEST_F(RxmLoopback, CqBoundForEachDirectionSeparatelyIsReleasedOnClose)
 	EXPECT_EQ(0, fi_close(&cq->fid));
 }
 
+// A failed fi_enable (here: the listening address is taken) releases what it had made, and a
+// later fi_enable, once the address is free, starts the endpoint whole: it listens there and
+// receives.
+TEST_F(RxmLoopback, EnableAfterFailedEnableStartsWhole)
+{
+	// A domain whose core listener must take a's address (rxm listens on the domain's).
+	fi_info *taken = fi_dupinfo(info);
+	ASSERT_NE(nullptr, taken);
+	free(taken->src_addr);
+	taken->src_addr = malloc(a->name_len);
+	ASSERT_NE(nullptr, taken->src_addr);
+	memcpy(taken->src_addr, a->name, a->name_len);
+	taken->src_addrlen = a->name_len;
+	fid_fabric *fabric = nullptr;
+	fid_domain *domain = nullptr;
+	fid_av *av = nullptr;
+	fid_cq *cq = nullptr;
+	fid_ep *ep = nullptr;
+	ASSERT_EQ(0, fi_fabric(taken->fabric_attr, &fabric, nullptr));
+	ASSERT_EQ(0, fi_domain(fabric, taken, &domain, nullptr));
+	fi_av_attr av_attr{};
+	av_attr.type = FI_AV_TABLE;
+	ASSERT_EQ(0, fi_av_open(domain, &av_attr, &av, nullptr));
+	fi_cq_attr cq_attr{};
+	cq_attr.format = FI_CQ_FORMAT_TAGGED;
+	ASSERT_EQ(0, fi_cq_open(domain, &cq_attr, &cq, nullptr));
+	ASSERT_EQ(0, fi_endpoint(domain, taken, &ep, nullptr));
+	ASSERT_EQ(0, fi_ep_bind(ep, &av->fid, 0));
+	ASSERT_EQ(0, fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
+	EXPECT_GT(0, fi_enable(ep)); // a listens there
+	uint8_t name[64];
+	size_t len = sizeof(name);
+	EXPECT_EQ(-FI_EOPBADSTATE, fi_getname(&ep->fid, name, &len));
+
+	a.reset(); // frees the address
+	ASSERT_EQ(0, fi_enable(ep));
+	len = sizeof(name);
+	ASSERT_EQ(0, fi_getname(&ep->fid, name, &len));
+	uint8_t got = 0, sent = 42;
+	ASSERT_EQ(0, fi_recv(ep, &got, 1, nullptr, FI_ADDR_UNSPEC, &got));
+	// b still has a's address in its AV: that is now this endpoint.
+	ASSERT_EQ(0, fi_send(b->ep, &sent, 1, nullptr, a_at_b, &sent));
+	fi_cq_tagged_entry entry{};
+	ssize_t n = -FI_EAGAIN;
+	auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+	while (n == -FI_EAGAIN && std::chrono::steady_clock::now() < deadline) {
+		b->poll();
+		n = fi_cq_read(cq, &entry, 1);
+	}
+	EXPECT_EQ(1, n);
+	EXPECT_EQ(&got, entry.op_context);
+	EXPECT_EQ(42, got);
+	wait_for(*b, &sent);
+
+	EXPECT_EQ(0, fi_close(&ep->fid));
+	EXPECT_EQ(0, fi_close(&cq->fid));
+	EXPECT_EQ(0, fi_close(&av->fid));
+	EXPECT_EQ(0, fi_close(&domain->fid));
+	EXPECT_EQ(0, fi_close(&fabric->fid));
+	fi_freeinfo(taken);
+}
+
 TEST(RxmCounters, CountSendsReceivesAndErrors)
 {
 	fi_info *hints = fi_allocinfo();

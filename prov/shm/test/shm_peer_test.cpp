@@ -213,10 +213,13 @@ TEST(ShmPeers, AnotherUserIsRefused)
 	}
 	ASSERT_GT(child, 0);
 	EqEvent e = p.wait_eq(p.server_eq, 500);
-	EXPECT_NE(FI_CONNREQ, e.event);
 	int status = 0;
 	ASSERT_EQ(child, waitpid(child, &status, 0));
-	EXPECT_TRUE(WIFEXITED(status));
+	ASSERT_TRUE(WIFEXITED(status));
+	// Root of a user namespace (unshare -r) cannot become a user the namespace does not map.
+	if (WEXITSTATUS(status) == 2)
+		GTEST_SKIP() << "cannot switch to uid 65534 here (a user namespace?)";
+	EXPECT_NE(FI_CONNREQ, e.event);
 	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 

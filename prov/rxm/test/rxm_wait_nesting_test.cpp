@@ -15,6 +15,7 @@
 #include <rdma/fi_errno.h>
 
 #include "config.h"
+#include "prov/util/test/epoll_levels.h"
 #include "prov/tcp/test/tcp_test_pair.h"
 #include "rxm_test_provider.h"
 #include "src/registry.h"
@@ -84,27 +85,6 @@ private:
 	int count_;
 	int levels_[kMaxLevels] = {-1, -1, -1};
 };
-
-// How many epoll sets of its own (each holding the one before) an application can stack over
-// fd, up to 5; printed by the tests for the record.
-int levels_accepted(int fd)
-{
-	int sets[5] = {-1, -1, -1, -1, -1};
-	int inner = fd, n = 0;
-	for (int &set : sets) {
-		set = epoll_create1(EPOLL_CLOEXEC);
-		epoll_event ev{};
-		ev.events = EPOLLIN;
-		if (set < 0 || epoll_ctl(set, EPOLL_CTL_ADD, inner, &ev))
-			break;
-		inner = set;
-		++n;
-	}
-	for (int set : sets)
-		if (set >= 0)
-			::close(set);
-	return n;
-}
 
 // An application's event loop over one object: read; when nothing is there, fi_trywait and
 // sleep on the nest. Every sleep must end by a wake-up, not by its timeout: a wake-up that

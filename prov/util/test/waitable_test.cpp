@@ -1,6 +1,7 @@
 // util::Waitable's hooks for layered providers: polled fds, before_sleep, fd-less sources,
 // wait sources.
 #include "prov/util/waitable.h"
+#include "prov/util/test/epoll_levels.h"
 
 #include <rdma/fi_errno.h>
 
@@ -296,26 +297,6 @@ TEST(WaitSources, RefusedWhenTheObjectNeedsItsOwnSleepOrHasNoWaitObject)
 	EventWaitable none;
 	EXPECT_EQ(none.wait_control(util::kGetWaitSources, &sources, FI_WAIT_NONE), -FI_ENOSYS);
 	EXPECT_EQ(none.wait_control(util::kGetWaitSources, nullptr, FI_WAIT_FD), -FI_EINVAL);
-}
-
-// How many epoll sets can be stacked over fd (up to 5).
-int levels_accepted(int fd)
-{
-	int sets[5] = {-1, -1, -1, -1, -1};
-	int inner = fd, n = 0;
-	for (int &set : sets) {
-		set = epoll_create1(EPOLL_CLOEXEC);
-		epoll_event ev{};
-		ev.events = EPOLLIN;
-		if (set < 0 || epoll_ctl(set, EPOLL_CTL_ADD, inner, &ev))
-			break;
-		inner = set;
-		++n;
-	}
-	for (int set : sets)
-		if (set >= 0)
-			::close(set);
-	return n;
 }
 
 TEST(WaitSources, AFabricEngineGivesItsLeafSetWithoutTheNestedEngines)

@@ -39,7 +39,12 @@ EventQueue::EventQueue(Fabric &fabric, const struct fi_eq_attr *attr, void *cont
 	if (wait_obj_ != FI_WAIT_NONE) {
 		if (!wait_ok())
 			throw Error(-FI_ENOMEM);
-		check(add_wait_source(fabric_.engine()));
+		// The fabric engine's own fds (listeners) without its nested domain engines, which
+		// the fabric hands us one by one (register_eq): one epoll level less.
+		int leaf = fabric_.engine().leaf_fd();
+		if (leaf < 0)
+			throw Error(leaf);
+		check(add_wait_source(leaf));
 	}
 	if (wait_obj_ == FI_WAIT_SET) {
 		auto *set = fid_cast<WaitSet>(&attr->wait_set->fid, FI_CLASS_WAIT);
@@ -50,11 +55,15 @@ EventQueue::EventQueue(Fabric &fabric, const struct fi_eq_attr *attr, void *cont
 	}
 	embedded_fid.pub.fid.ops = ops_ptr<EventQueue, make_fi_ops<EventQueue>>();
 	embedded_fid.pub.ops = ops_ptr<EventQueue, make_eq_ops<EventQueue>>();
+	if (wait_obj_ != FI_WAIT_NONE)
+		fabric_.register_eq(this);
 	fabric_.ref();
 }
 
 EventQueue::~EventQueue()
 {
+	if (wait_obj_ != FI_WAIT_NONE)
+		fabric_.unregister_eq(this);
 	if (wait_set_) {
 		if (auto *set = fid_cast<WaitSet>(&wait_set_->fid, FI_CLASS_WAIT))
 			set->remove(this);

@@ -32,9 +32,13 @@ void Fabric::register_domain(Domain *domain)
 	{
 		std::lock_guard<std::recursive_mutex> guard(domains_mutex_);
 		domains_.push_back(domain);
+		// EQ sleepers wake for domain activity (connection events arrive on its sockets).
+		for (EventQueue *eq : eqs_)
+			eq->watch_fd(domain->engine().fd());
 	}
-	// EQ sleepers watch the fabric engine fd; nesting the domain's engine there makes
-	// them wake for domain activity too, and tells progress_all which domains are busy.
+	// Nested in the fabric engine, the domain's engine tells progress_all which domains
+	// are busy. EQs watch it directly, not through the fabric engine fd: one epoll level
+	// less under the fd an application nests (issue 17 item 4).
 	engine_.add_nested_engine(domain->engine().fd(), domain->activity_watch());
 }
 
@@ -42,7 +46,23 @@ void Fabric::unregister_domain(Domain *domain)
 {
 	engine_.remove_fd(domain->engine().fd());
 	std::lock_guard<std::recursive_mutex> guard(domains_mutex_);
+	for (EventQueue *eq : eqs_)
+		eq->unwatch_fd(domain->engine().fd());
 	domains_.erase(std::remove(domains_.begin(), domains_.end(), domain), domains_.end());
+}
+
+void Fabric::register_eq(EventQueue *eq)
+{
+	std::lock_guard<std::recursive_mutex> guard(domains_mutex_);
+	eqs_.push_back(eq);
+	for (Domain *domain : domains_)
+		eq->watch_fd(domain->engine().fd());
+}
+
+void Fabric::unregister_eq(EventQueue *eq)
+{
+	std::lock_guard<std::recursive_mutex> guard(domains_mutex_);
+	eqs_.erase(std::remove(eqs_.begin(), eqs_.end(), eq), eqs_.end());
 }
 
 void Fabric::progress_all()

@@ -23,6 +23,7 @@
 namespace util {
 
 class Domain;
+class EventQueue;
 
 class Fabric : public FidStorage<fid_fabric>, public FidObject {
 public:
@@ -46,6 +47,10 @@ public:
 	// Called by util::Domain; registered domains are progressed by EQ reads.
 	void register_domain(Domain *domain);
 	void unregister_domain(Domain *domain);
+	// Called by util::EventQueue (with a wait object): its epoll set then holds each
+	// domain's engine fd, from now on and as domains come and go.
+	void register_eq(EventQueue *eq);
+	void unregister_eq(EventQueue *eq);
 
 	// ---- fi_ops_fabric defaults ----
 	int eq_open(struct fi_eq_attr *attr, struct fid_eq **eq, void *context);
@@ -71,6 +76,7 @@ private:
 	ProgressEngine engine_;
 	std::recursive_mutex domains_mutex_;
 	std::vector<Domain *> domains_;
+	std::vector<EventQueue *> eqs_;  // guarded by domains_mutex_
 };
 
 } // namespace util

@@ -96,6 +96,12 @@ public:
 	// A progress engine as a wait source: export_wait_sources gives its leaf_fd() when it
 	// holds nested engines (a fabric's), which the holder watches by other means.
 	int add_wait_source(ProgressEngine &engine);
+	// An fd the epoll set holds without it being a wait source: blocked readers and the
+	// FI_GETWAIT fd wake on it, kGetWaitSources leaves it out (its holder watches it by
+	// other means). EQs watch each domain engine of their fabric this way, directly rather
+	// than through the fabric engine, which saves the application one epoll level.
+	int watch_fd(int fd) { return epoll_add(fd); }
+	void unwatch_fd(int fd) { epoll_del(fd); }
 
 	// kGetWaitSources: the eventfd and the wait sources; the object then keeps its eventfd
 	// exact for a holder that follows the fi_trywait protocol. -FI_ENOSYS when the object

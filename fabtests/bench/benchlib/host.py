@@ -123,3 +123,37 @@ def run_scale(cfg, scale_bin, log):
                 stopped[lib] = "skipped: too slow"
     print(f"  scale done", file=sys.stderr, flush=True)
     return out
+
+
+AV_CHURN_CYCLES = 2_000_000   # issue 17 item 2: RSS after 2 M insert+remove pairs
+
+
+def run_av_churn(cfg, churn_bin, log):
+    """av[lib][prov] = (us_per_pair, rss_kb_before, rss_kb_after) or a reason.
+
+    fabtests/bench/av_churn: one address inserted and removed 2 M times, each time a new
+    one (a server whose clients come and go); median over cfg.reps runs, libraries
+    alternating."""
+    out = {"ours": {}, "system": {}}
+    pattern = re.compile(r"us_per_pair ([0-9.]+) rss_kb_before ([-0-9]+) rss_kb_after ([-0-9]+)")
+    for prov in ("tcp;ofi_rxm", "tcp"):
+        runs = {"ours": [], "system": []}
+        for rep in range(cfg.reps):
+            for lib in (("ours", "system") if rep % 2 == 0 else ("system", "ours")):
+                try:
+                    p = subprocess.run([churn_bin, "-p", prov, "-n", str(AV_CHURN_CYCLES)],
+                                       env=cfg.env[lib], capture_output=True, text=True,
+                                       timeout=120)
+                except subprocess.TimeoutExpired:
+                    log.write(f"TIMEOUT av_churn {lib} {prov}\n")
+                    continue
+                m = pattern.search(p.stdout)
+                if p.returncode or not m:
+                    log.write(f"FAILED av_churn {lib} {prov}: {p.stdout}{p.stderr}\n")
+                    continue
+                runs[lib].append(tuple(float(x) for x in m.groups()))
+        for lib, recs in runs.items():
+            out[lib][prov] = (tuple(median([r[k] for r in recs]) for k in range(3))
+                              if recs else "failed")
+    print("  av churn done", file=sys.stderr, flush=True)
+    return out

@@ -150,6 +150,15 @@ def write(cfg, run, out_path):
            "need more than 3 GiB on this shared machine or took > 20 s.", ""]
     md += tables.scale_table(run["scale"]) if run["scale"]["ours"] else ["(not run)"]
     md += [""]
+    md += ["## Address vector churn (issue 17 item 2)", "",
+           "fabtests/bench/av_churn: an FI_AV_TABLE of the provider's domain; one address "
+           "inserted and removed 2 M times, each time a new one (a server whose clients come "
+           "and go). us per pair: wall time / 2 M; RSS: the process's resident set after the "
+           "2 M pairs and its growth over them (flat is the goal). Median of the repetitions, "
+           "libraries alternating.", ""]
+    av = run.get("av_churn")
+    md += tables.av_churn_table(av) if av and av["ours"] else ["(not run)"]
+    md += [""]
     if not run["tagged_bw"]:
         md += ["Not measured: tagged message rate (no fabtests/benchmarks/fi_tagged_bw in the "
                "build tree).", ""]

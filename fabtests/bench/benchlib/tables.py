@@ -176,3 +176,18 @@ def scale_table(scale):
                 cells.append(fmt(v[idx], 1) if isinstance(v, tuple) else (v or "-"))
         rows.append(cells)
     return markdown(head, rows)
+
+
+def av_churn_table(av):
+    head = ["provider", "us per insert+remove ours", "system", "ratio",
+            "RSS KiB after 2 M ours", "system", "RSS growth KiB ours", "system"]
+    rows = []
+    for prov in ("tcp;ofi_rxm", "tcp"):
+        o, s = av["ours"].get(prov), av["system"].get(prov)
+        ok = isinstance(o, tuple) and isinstance(s, tuple)
+        cell = lambda v, i, d=2: fmt(v[i], d) if isinstance(v, tuple) else (v or "-")
+        growth = lambda v: fmt(v[2] - v[1], 0) if isinstance(v, tuple) else (v or "-")
+        rows.append([prov, cell(o, 0, 3), cell(s, 0, 3),
+                     fmt(o[0] / s[0], 2) if ok and s[0] else "-",
+                     cell(o, 2, 0), cell(s, 2, 0), growth(o), growth(s)])
+    return markdown(head, rows)

@@ -33,21 +33,27 @@ def warmup_for(bench):
 
 
 def measure(plan, reps, bins, envs, ports, log, iterations, comp, server_addr="127.0.0.1",
-            timeout=60, beside=None, label=""):
+            timeout=60, beside=None, label="", libs=("ours", "system"), prov_of=None,
+            server_args=None):
     """results[(prov, bench, size)][lib] = [figures or None per repetition].
     beside(prov, bench, size) runs after each pair (e.g. the raw TCP limit of that size, so
-    it sees the same machine load as the libraries)."""
+    it sees the same machine load as the libraries). libs run in turn, the order rotating
+    between repetitions; prov_of(lib, prov) may name another provider for a lib (the
+    system's `net` beside tcp;ofi_rxm) and server_args(lib) extra server options."""
     results = {}
     total, done, start = len(plan) * reps, 0, time.time()
     for rep in range(reps):
-        order = ("ours", "system") if rep % 2 == 0 else ("system", "ours")
+        shift = rep % len(libs)   # each lib goes first in turn (2 libs: alternate)
+        order = libs[shift:] + libs[:shift]
         for prov, ep, bench, size in plan:
             kind = "bw" if bench in BW_BENCHES else "pp"
-            args = ["-p", prov, "-e", ep, "-S", str(size), "-I", str(iterations(kind, size)),
-                    "-w", warmup_for(bench), "-c", comp]
             for lib in order:
+                run_prov = prov_of(lib, prov) if prov_of else prov
+                args = ["-p", run_prov, "-e", ep, "-S", str(size),
+                        "-I", str(iterations(kind, size)), "-w", warmup_for(bench), "-c", comp]
                 t0 = time.time()
-                rec = run_pair(bins[bench], args, envs[lib], ports, log, server_addr, timeout)
+                rec = run_pair(bins[bench], args, envs[lib], ports, log, server_addr, timeout,
+                               server_args(lib) if server_args else ())
                 log.write(f"{time.time() - t0:6.1f}s {lib:6} {prov} {bench} {size}: {rec}\n")
                 results.setdefault((prov, bench, size), {}).setdefault(lib, []).append(rec)
             if beside:

@@ -79,12 +79,13 @@ def parse_perf(text):
     return rec
 
 
-def run_pair(binary, args, env, ports, log, server_addr="127.0.0.1", timeout=RUN_TIMEOUT):
+def run_pair(binary, args, env, ports, log, server_addr="127.0.0.1", timeout=RUN_TIMEOUT,
+             server_args=()):
     """One fabtests server/client pair; returns the client's figures or None.
     The client retries the control connection itself, so both start at once."""
     port = ports.take()
     common = list(args) + ["-m", f"-E={port + 2}", "-T", str(max(20, timeout // 3))]
-    server_cmd = [binary] + common + ["-B", str(port)]
+    server_cmd = [binary] + common + ["-B", str(port)] + list(server_args)
     if server_addr != "127.0.0.1":
         server_cmd += ["-s", server_addr]
     client_cmd = [binary] + common + ["-P", str(port), server_addr]

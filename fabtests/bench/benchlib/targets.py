@@ -33,10 +33,9 @@ def verdict(v, ok):
 
 
 def host_rows(results, base, scale, sizes):
+    """Issue 7's rows that issue 19 kept (its latency and 16-256 KiB bandwidth rows gave
+    way to the wire part's, wire_report.rows)."""
     rxm = "tcp;ofi_rxm"
-    lat = band_ratio(results, rxm, "fi_msg_pingpong", "usec_xfer", 1, 64, sizes)
-    tlat = band_ratio(results, rxm, "fi_tagged_pingpong", "usec_xfer", 1, 64, sizes)
-    bw = band_ratio(results, rxm, "fi_bw", "MB_sec", 16 << 10, 256 << 10, sizes)
     big = band_ratio(results, rxm, "fi_bw", "MB_sec", 1 << 20, 4 << 20, sizes,
                      ref=lambda s: base.get(("bw", s), (None, None))[1])
     mem = None
@@ -47,12 +46,6 @@ def host_rows(results, base, scale, sizes):
         mem = (n, ratio(scale["ours"][n][1], scale["system"][n][1]))
     mem_v = mem[1] if mem else None
     return [
-        ("tcp;ofi_rxm small-message latency (1-64 B, msg pingpong) <= 0.85x system", lat,
-         verdict(lat, lambda v: v <= 0.85)),
-        ("tcp;ofi_rxm small-message latency (1-64 B, tagged pingpong) <= 0.85x system", tlat,
-         verdict(tlat, lambda v: v <= 0.85)),
-        ("tcp;ofi_rxm bandwidth 16 KiB-256 KiB >= 2x system", bw,
-         verdict(bw, lambda v: v >= 2)),
         ("tcp;ofi_rxm >= 1 MiB bandwidth >= 0.95x raw TCP stream", big,
          verdict(big, lambda v: v >= 0.95)),
         (f"memory per connected peer (hub, N={mem[0] if mem else '-'}) <= 1/8 system", mem_v,

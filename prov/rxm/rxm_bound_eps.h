@@ -13,6 +13,7 @@
 #include <rdma/fi_errno.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <mutex>
 #include <vector>
 
@@ -27,14 +28,25 @@ public:
 		std::lock_guard guard(lock_);
 		eps_.push_back(ep);
 	}
-	// False when ep was not bound.
+	// False when ep was not bound. Returns only once no for_each of another thread can
+	// still call into ep (a reader that copied the list before the removal): the caller
+	// (fi_close of the endpoint) frees ep next. One remover at a time flips the epoch so
+	// that new readers count in the other bucket, then waits for the old bucket to drain:
+	// a reader that loops on its CQ cannot starve the close.
 	bool remove(RxmEndpoint *ep)
 	{
-		std::lock_guard guard(lock_);
+		std::lock_guard removing(remove_lock_);
+		std::unique_lock guard(lock_);
 		auto it = std::find(eps_.begin(), eps_.end(), ep);
 		if (it == eps_.end())
 			return false;
 		eps_.erase(it);
+		unsigned old = epoch_;
+		epoch_ ^= 1;
+		// Removing from inside our own for_each (this thread counts in a bucket): waiting
+		// would wait for ourselves.
+		if (iterating_here_ != this)
+			drained_.wait(guard, [&] { return active_[old] == 0; });
 		return true;
 	}
 	// Calls f on a copy of the list (an endpoint may detach itself while progressing),
@@ -45,6 +57,7 @@ public:
 		std::vector<RxmEndpoint *> many;
 		RxmEndpoint **eps = few;
 		size_t n;
+		unsigned bucket;
 		{
 			std::lock_guard guard(lock_);
 			n = eps_.size();
@@ -54,7 +67,10 @@ public:
 				many = eps_;
 				eps = many.data();
 			}
+			bucket = epoch_;
+			++active_[bucket];
 		}
+		Iteration iteration(*this, bucket);
 		for (size_t i = 0; i < n; i++)
 			f(eps[i]);
 	}
@@ -67,9 +83,38 @@ public:
 	}
 
 private:
+	// Marks this thread as iterating and leaves the bucket when done (also on unwinding).
+	class Iteration {
+	public:
+		Iteration(BoundEndpoints &owner, unsigned bucket)
+		    : owner_(owner), bucket_(bucket), outer_(iterating_here_)
+		{
+			iterating_here_ = &owner;
+		}
+		~Iteration()
+		{
+			iterating_here_ = outer_;
+			std::lock_guard guard(owner_.lock_);
+			if (--owner_.active_[bucket_] == 0)
+				owner_.drained_.notify_all();
+		}
+		Iteration(const Iteration &) = delete;
+		Iteration &operator=(const Iteration &) = delete;
+
+	private:
+		BoundEndpoints &owner_;
+		unsigned bucket_;
+		const BoundEndpoints *outer_;
+	};
+
 	static constexpr size_t kFew = 8;
-	std::mutex lock_;
+	static inline thread_local const BoundEndpoints *iterating_here_ = nullptr;
+	std::mutex remove_lock_;
+	std::mutex lock_;  // guards eps_, epoch_, active_
+	std::condition_variable drained_;
 	std::vector<RxmEndpoint *> eps_;
+	unsigned epoch_ = 0;
+	size_t active_[2] = {0, 0};
 };
 
 // The core side of fi_trywait and of "may a blocked reader sleep" for the endpoints bound

@@ -592,8 +592,8 @@ int RxmEndpoint::setopt(int level, int optname, const void *optval, size_t optle
 void RxmEndpoint::progress()
 {
 	std::lock_guard guard(lock_);
-	// A reader that took its endpoint list before close detached us may still get here
-	// after shutdown_all: no core CQ then.
+	// Readers copy their endpoint list; detach_from_bound waits for those that copied it
+	// before close detached us, so this runs before shutdown_all, never after the free.
 	if (!enabled() || !core_cq_)
 		return;
 	// The core EQ (connection management) is read when the core CQ had nothing, or at

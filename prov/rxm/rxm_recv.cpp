@@ -146,14 +146,9 @@ void RxmEndpoint::complete_recv(RecvOp *op)
 	else if (op->total_len > op->capacity)
 		fail_rx(op->context, flags, FI_ETRUNC, 0, len, nullptr,
 			op->total_len - op->capacity, op->cq_data, op->tag);
-	// The receive's own FI_COMPLETION decides, also for a message that carried remote CQ
-	// data (util's complete_rx always reports those: it means RMA writes, which have no
-	// posted operation).
-	else if (rx_entry_wanted(op->op_flags))
-		complete_rx(FI_COMPLETION, op->context, flags, len, buf, op->cq_data, op->tag,
-			    op->source);
 	else
-		count_rx(flags);
+		complete_rx(op->op_flags, op->context, flags, len, buf, op->cq_data, op->tag,
+			    op->source);
 	free_recv(op);
 	if (release)
 		free_recv(parent);

@@ -275,8 +275,10 @@ void Endpoint::count_tx(uint64_t cq_flags)
 void Endpoint::complete_rx(uint64_t op_flags, void *context, uint64_t cq_flags, size_t len,
 			   void *buf, uint64_t data, uint64_t tag, fi_addr_t src_addr)
 {
-	// FI_REMOTE_CQ_DATA completions (remote writes with data) are always reported.
-	if (rx_entry_wanted(op_flags) || (rx_cq_ && (cq_flags & FI_REMOTE_CQ_DATA)))
+	// A posted receive reports only if wanted (fi_endpoint(3) FI_SELECTIVE_COMPLETION),
+	// also when the message carried remote CQ data. RMA writes with data, which consume no
+	// posted receive and are always reported, come with FI_COMPLETION from the provider.
+	if (rx_entry_wanted(op_flags))
 		rx_cq_->write(context, cq_flags, len, buf, data, tag, src_addr);
 	count_rx(cq_flags);
 }

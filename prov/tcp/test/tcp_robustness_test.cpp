@@ -184,11 +184,9 @@ TEST(TcpRobustness, GarbageOnEstablishedStreamShutsDownThatConnection)
 	fi_close(&ep->fid);
 }
 
-TEST(TcpRobustness, SelectiveCompletionReportsOnlyFlaggedOperations)
+// Replaces the pair's client by one whose CQ binding is selective for both directions.
+static void open_selective_client(TcpPair &pair)
 {
-	TcpPair pair;
-	ASSERT_TRUE(pair.open());
-	// Rebind a fresh client with a selective CQ binding.
 	fi_close(&pair.client->fid);
 	pair.client = nullptr;
 	fi_info *h = fi_dupinfo(pair.hints);
@@ -204,6 +202,13 @@ TEST(TcpRobustness, SelectiveCompletionReportsOnlyFlaggedOperations)
 	ASSERT_EQ(0, fi_ep_bind(pair.client, &pair.client_cq->fid,
 				FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION));
 	ASSERT_EQ(0, fi_enable(pair.client));
+}
+
+TEST(TcpRobustness, SelectiveCompletionReportsOnlyFlaggedOperations)
+{
+	TcpPair pair;
+	ASSERT_TRUE(pair.open());
+	ASSERT_NO_FATAL_FAILURE(open_selective_client(pair));
 	ASSERT_TRUE(pair.connect());
 
 	char in[2][8];
@@ -222,6 +227,35 @@ TEST(TcpRobustness, SelectiveCompletionReportsOnlyFlaggedOperations)
 	ASSERT_EQ(1, pair.wait_cq(pair.server_cq, &entry));
 	ASSERT_EQ(1, pair.wait_cq(pair.client_cq, &entry));
 	EXPECT_EQ(loud, entry.op_context);
+	EXPECT_TRUE(pair.cq_stays_empty(pair.client_cq));
+}
+
+// fi_endpoint(3): under FI_SELECTIVE_COMPLETION a receive without FI_COMPLETION writes no
+// entry, also when the message carried remote CQ data (only RMA writes with data, which
+// consume no posted receive, are always reported).
+TEST(TcpRobustness, SelectiveReceiveWithoutCompletionStaysQuietForCqData)
+{
+	TcpPair pair;
+	ASSERT_TRUE(pair.open());
+	ASSERT_NO_FATAL_FAILURE(open_selective_client(pair));
+	ASSERT_TRUE(pair.connect());
+	char quiet[8] = {}, loud[8] = {};
+	ASSERT_EQ(0, fi_recv(pair.client, quiet, sizeof(quiet), nullptr, 0, quiet));
+	iovec iov{loud, sizeof(loud)};
+	fi_msg msg{};
+	msg.msg_iov = &iov;
+	msg.iov_count = 1;
+	msg.context = loud;
+	ASSERT_EQ(0, fi_recvmsg(pair.client, &msg, FI_COMPLETION));
+	ASSERT_EQ(0, fi_senddata(pair.server, "one", 4, nullptr, 0x1111, 0, nullptr));
+	ASSERT_EQ(0, fi_senddata(pair.server, "two", 4, nullptr, 0x2222, 0, nullptr));
+	fi_cq_data_entry entry{};
+	ASSERT_EQ(1, pair.wait_cq(pair.client_cq, &entry));
+	EXPECT_EQ(loud, entry.op_context);
+	EXPECT_TRUE(entry.flags & FI_REMOTE_CQ_DATA);
+	EXPECT_EQ(0x2222u, entry.data);
+	EXPECT_STREQ("one", quiet);
+	EXPECT_STREQ("two", loud);
 	EXPECT_TRUE(pair.cq_stays_empty(pair.client_cq));
 }
 

@@ -3,12 +3,10 @@
  * socket ping-pong and a one-way stream over loopback, between two processes (the
  * program forks its own server), with no library in between.
  *
- * usage: tcp_baseline pingpong|stream SIZE ITERATIONS [busy]
+ * usage: tcp_baseline pingpong|stream SIZE ITERATIONS
  * Prints one line: "bytes N usec_xfer X MB_sec Y Mxfers_sec Z".
  * Latency is half a round trip; the stream is acknowledged by the server once at the end,
  * so its time covers delivery of every byte, not just the copy into the socket buffer.
- * With "busy" both sides busy-poll non-blocking sockets (MSG_DONTWAIT, retried on EAGAIN)
- * instead of sleeping in the kernel: the peer of a busy-polling fi_pingpong (-c spin).
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -28,18 +26,11 @@ static double now_usec(void)
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-static int busy; /* MSG_DONTWAIT and spin on EAGAIN */
-
-static int again(ssize_t n)
-{
-	return n < 0 && (errno == EINTR || (busy && (errno == EAGAIN || errno == EWOULDBLOCK)));
-}
-
 static int write_all(int fd, const char *buf, size_t len)
 {
 	while (len) {
-		ssize_t n = send(fd, buf, len, busy ? MSG_DONTWAIT : 0);
-		if (again(n))
+		ssize_t n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return -1;
@@ -52,8 +43,8 @@ static int write_all(int fd, const char *buf, size_t len)
 static int read_all(int fd, char *buf, size_t len)
 {
 	while (len) {
-		ssize_t n = recv(fd, buf, len, busy ? MSG_DONTWAIT : 0);
-		if (again(n))
+		ssize_t n = read(fd, buf, len);
+		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return -1;
@@ -103,12 +94,10 @@ static int drive(int fd, int pingpong, char *buf, size_t size, long iters)
 
 int main(int argc, char **argv)
 {
-	if (argc < 4 || argc > 5 || (strcmp(argv[1], "pingpong") && strcmp(argv[1], "stream")) ||
-	    (argc == 5 && strcmp(argv[4], "busy"))) {
-		fprintf(stderr, "usage: %s pingpong|stream SIZE ITERATIONS [busy]\n", argv[0]);
+	if (argc != 4 || (strcmp(argv[1], "pingpong") && strcmp(argv[1], "stream"))) {
+		fprintf(stderr, "usage: %s pingpong|stream SIZE ITERATIONS\n", argv[0]);
 		return 2;
 	}
-	busy = argc == 5;
 	int pingpong = !strcmp(argv[1], "pingpong");
 	long size = atol(argv[2]), iters = atol(argv[3]);
 	if (size <= 0 || iters <= 0) {

@@ -5,7 +5,7 @@ Peers, run alternately within each repetition at each size:
   ours / system  fabtests binaries over tcp;ofi_rxm with our library and the system's
   net            the system library's single-layer tcp RDM provider (`-p net`)
   ucx            UCX's ucx_perftest tag_lat / tag_bw with UCX_TLS=tcp (apt: ucx-utils)
-  raw TCP        fabtests/bench/tcp_baseline ... busy (non-blocking recv/send, spinning)
+  raw TCP        fabtests/bench/tcp_baseline ... spin (non-blocking recv/send, spinning)
 and, through a real client, fabtests/bench/mpi-bench.sh: the same MPI ping-pong over the
 ofi MTL with ours and with the system library, over Open MPI's tcp BTL and over pml ucx.
 """
@@ -56,14 +56,14 @@ def plan(quick):
 def run_raw(baseline_bin, kind, size, count, log):
     mode = "pingpong" if kind == "pp" else "stream"
     try:
-        p = subprocess.run([baseline_bin, mode, str(size), str(count), "busy"],
+        p = subprocess.run([baseline_bin, mode, str(size), str(count), "spin"],
                            capture_output=True, text=True, timeout=120)
     except subprocess.TimeoutExpired:
-        log.write(f"TIMEOUT tcp_baseline busy {mode} {size}\n")
+        log.write(f"TIMEOUT tcp_baseline spin {mode} {size}\n")
         return None
     m = re.search(r"usec_xfer ([0-9.]+) MB_sec ([0-9.]+)", p.stdout)
     if p.returncode or not m:
-        log.write(f"FAILED tcp_baseline busy {mode} {size}: {p.stderr}\n")
+        log.write(f"FAILED tcp_baseline spin {mode} {size}: {p.stderr}\n")
         return None
     return {"usec_xfer": float(m.group(1)), "MB_sec": float(m.group(2))}
 

@@ -84,7 +84,7 @@ def section(w):
           "`FI_OFI_RXM_USE_SHM=0`), fabtests with `-c spin`, beside the peers a user would pick "
           "instead, all busy-polling, run alternately at each size: the system library's "
           "tcp;ofi_rxm and its single-layer `net` RDM provider (same binaries), UCX "
-          "`ucx_perftest` tag_lat/tag_bw with `UCX_TLS=tcp`, and `tcp_baseline ... busy` "
+          "`ucx_perftest` tag_lat/tag_bw with `UCX_TLS=tcp`, and `tcp_baseline ... spin` "
           "(non-blocking sockets, TCP_NODELAY). Latency in usec (half round trip), medians. "
           "Spinning processes on a loaded 2-core machine measure the scheduler: only an idle "
           "run means anything here.", ""]

@@ -20,9 +20,47 @@ size_t lowbit(size_t vr) noexcept { return vr & (~vr + 1); }
 
 } // namespace
 
-Group::Group(size_t size, size_t my_rank, Transport &transport, ReduceFn reduce)
-    : size_(size), rank_(my_rank), transport_(transport), reduce_(reduce)
+Group::Group(size_t size, size_t my_rank, Transport &transport, ReduceFn reduce,
+	     size_t max_message)
+    : size_(size), rank_(my_rank), transport_(transport), reduce_(reduce),
+      max_message_(max_message)
 {
+}
+
+int Group::split_into_chunks(Op &op) const
+{
+	// Every member computes the same chunk size from the same arguments, so the pieces
+	// one sends are the pieces the other expects.
+	const size_t chunk = max_message_ / op.elem_size * op.elem_size;
+	if (!chunk)
+		return -FI_EMSGSIZE;
+	auto pieces = [chunk](size_t len) { return len ? (len - 1) / chunk + 1 : 1; };
+	for (Round &round : op.rounds) {
+		std::vector<Send> sends;
+		for (const Send &s : round.sends) {
+			size_t n = pieces(s.len);
+			if (n > kMaxChunks)
+				return -FI_EMSGSIZE;
+			for (size_t i = 0; i < n; ++i)
+				sends.push_back({s.peer, s.step | static_cast<uint32_t>(i << kChunkShift),
+						 s.offset + i * chunk,
+						 std::min(chunk, s.len - std::min(s.len, i * chunk))});
+		}
+		std::vector<Recv> recvs;
+		for (const Recv &r : round.recvs) {
+			size_t n = pieces(r.len);
+			if (n > kMaxChunks)
+				return -FI_EMSGSIZE;
+			for (size_t i = 0; i < n; ++i)
+				recvs.push_back({r.peer, r.step | static_cast<uint32_t>(i << kChunkShift),
+						 r.offset + i * chunk,
+						 std::min(chunk, r.len - std::min(r.len, i * chunk)),
+						 r.action});
+		}
+		round.sends = std::move(sends);
+		round.recvs = std::move(recvs);
+	}
+	return 0;
 }
 
 size_t Group::absolute(size_t relative, size_t root) const noexcept
@@ -193,6 +231,12 @@ int Group::scatter(const void *src, void *dst, size_t bytes, size_t root, void *
 
 int Group::issue(Op &&op)
 {
+	// Unsplit, every message fits: no need to copy the rounds.
+	if (max_message_ != SIZE_MAX) {
+		int ret = split_into_chunks(op);
+		if (ret)
+			return ret;
+	}
 	op.seq = next_seq_++;
 	if (failed_) {
 		done_.push_back({op.context, -FI_EIO});
@@ -340,11 +384,11 @@ void Group::progress()
 		advance();
 }
 
-void Group::fail_all()
+void Group::fail_all(int status)
 {
 	failed_ = true;
 	for (const Op &op : ops_)
-		done_.push_back({op.context, -FI_EIO});
+		done_.push_back({op.context, status});
 	ops_.clear();
 	early_.clear();
 	early_bytes_ = 0;

@@ -16,6 +16,10 @@
 // fi_collective(3) requires to be the same on every member; each message names the
 // collective (seq) and the round (step) it belongs to.
 //
+// Payloads larger than the transport's largest message (max_message) travel in chunks: each
+// send or receive of a round is split into pieces of at most max_message bytes (whole
+// elements for allreduce), told apart by the step's chunk bits (step | chunk << 8).
+//
 // Members are peers: what they send is checked like bytes from a socket. A message for a
 // round that is over, for a round that expects nothing from that member, with the wrong
 // length, or more early messages than kMaxEarly / kMaxEarlyBytes fails the group: the
@@ -25,6 +29,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <rdma/fi_errno.h>
 #include <deque>
 #include <span>
 #include <vector>
@@ -55,7 +60,13 @@ public:
 	static constexpr size_t kMaxEarly = 256;                 // messages held for later
 	static constexpr size_t kMaxEarlyBytes = 16u << 20;      // and their bytes
 
-	Group(size_t size, size_t my_rank, Transport &transport, ReduceFn reduce);
+	// Chunks per message are numbered in the step's upper 24 bits.
+	static constexpr size_t kMaxChunks = size_t(1) << 24;
+
+	// max_message: the largest payload the transport sends in one message (all members of
+	// a group must use the same value, or the chunks they expect differ).
+	Group(size_t size, size_t my_rank, Transport &transport, ReduceFn reduce,
+	      size_t max_message = SIZE_MAX);
 
 	size_t size() const noexcept { return size_; }
 	size_t rank() const noexcept { return rank_; }
@@ -63,7 +74,8 @@ public:
 
 	// Issue a collective; it completes through pop_done. Buffers stay the caller's until
 	// then. Bad arguments (root out of range, count overflow) give -FI_EINVAL and no
-	// completion. 'bytes' / 'count' are per member.
+	// completion; so does a payload that needs more than kMaxChunks chunks or an element
+	// larger than max_message (-FI_EMSGSIZE). 'bytes' / 'count' are per member.
 	int barrier(void *context);
 	int broadcast(void *buf, size_t bytes, size_t root, void *context);
 	int allreduce(const void *src, void *dst, size_t count, size_t elem_size, int datatype,
@@ -77,12 +89,19 @@ public:
 	void progress();
 	// The next finished collective, in issue order.
 	bool pop_done(Done *done);
+	// Ends every running and queued collective with -FI_ECANCELED (the member leaves the
+	// group); later ones complete with -FI_EIO at once.
+	void cancel() { fail_all(-FI_ECANCELED); }
+	// Fails the group from outside (e.g. the transport lost a member): what runs and what
+	// comes later completes with -FI_EIO.
+	void fail() { fail_all(-FI_EIO); }
 
 private:
 	// Steps name a message within a collective the same way on both ends: the level of the
 	// tree edge (bit index of its mask) or barrier round, plus kSecondPhase for the
 	// broadcast that ends allreduce and allgather.
 	static constexpr uint32_t kSecondPhase = 64;
+	static constexpr unsigned kChunkShift = 8;  // steps below use the low 8 bits only
 	struct Send {
 		size_t peer;
 		uint32_t step;
@@ -127,6 +146,9 @@ private:
 	};
 
 	int issue(Op &&op);
+	// Splits the sends and receives of op's rounds into chunks of at most max_message_
+	// bytes (whole elements of op.elem_size); -FI_EMSGSIZE when that cannot be done.
+	int split_into_chunks(Op &op) const;
 	// Runs the current op as far as it can go: sends, rounds without receives, held
 	// messages for the round now current, the next op when one finishes.
 	void advance();
@@ -137,7 +159,7 @@ private:
 	// Applies a message to its receive; false when its length is wrong.
 	bool apply(Op &op, Recv &recv, std::span<const uint8_t> payload);
 	void hold(size_t from, uint64_t seq, uint32_t step, std::span<const uint8_t> payload);
-	void fail_all();
+	void fail_all(int status = -FI_EIO);
 
 	// Round builders (binomial trees over ranks relative to a root).
 	size_t absolute(size_t relative, size_t root) const noexcept;
@@ -151,6 +173,7 @@ private:
 	const size_t rank_;
 	Transport &transport_;
 	const ReduceFn reduce_;
+	const size_t max_message_;
 	uint64_t next_seq_ = 0;
 	bool failed_ = false;
 	std::deque<Op> ops_;  // front: running

@@ -7,6 +7,7 @@
 #include <rdma/fi_collective.h>
 #include <rdma/fi_errno.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <numeric>
@@ -52,13 +53,13 @@ private:
 
 class Network {
 public:
-	explicit Network(size_t n, unsigned seed = 1) : rng(seed)
+	explicit Network(size_t n, unsigned seed = 1, size_t max_message = SIZE_MAX) : rng(seed)
 	{
 		for (size_t i = 0; i < n; ++i)
 			transports.push_back(std::make_unique<SimTransport>(*this, i));
 		for (size_t i = 0; i < n; ++i)
 			groups.push_back(std::make_unique<Group>(n, i, *transports[i],
-								 reduce_sum_i64));
+								 reduce_sum_i64, max_message));
 	}
 	// Delivers queued messages in random order until none is left; returns how many.
 	size_t run()
@@ -102,6 +103,7 @@ public:
 	std::vector<std::unique_ptr<Group>> groups;
 	std::vector<Message> wire;
 	size_t sends = 0;
+	size_t largest = 0;  // the largest payload sent
 };
 
 int SimTransport::send(size_t rank, uint64_t seq, uint32_t step, std::span<const uint8_t> payload)
@@ -112,6 +114,7 @@ int SimTransport::send(size_t rank, uint64_t seq, uint32_t step, std::span<const
 	}
 	net_.wire.push_back({me_, rank, seq, step, {payload.begin(), payload.end()}});
 	++net_.sends;
+	net_.largest = std::max(net_.largest, payload.size());
 	return 0;
 }
 
@@ -168,6 +171,78 @@ TEST(Collective, EveryAlgorithmEverySizeEveryRoot)
 			}
 		}
 	}
+}
+
+// A transport whose messages hold at most 24 bytes (3 elements): every payload travels in
+// chunks, the last one short, and arrives where it belongs in whatever order.
+TEST(Collective, LargePayloadsTravelInChunks)
+{
+	constexpr size_t kMax = 24, kCount = 10;  // 80 bytes per member: 4 chunks
+	for (size_t n : {2, 3, 5, 8}) {
+		SCOPED_TRACE("members " + std::to_string(n));
+		const size_t root = n - 1;
+		Network net(n, static_cast<unsigned>(n), kMax);
+		std::vector<std::vector<int64_t>> bcast(n), src(n), sum(n), gathered(n),
+			scatter_src(n), scattered(n);
+		for (size_t r = 0; r < n; ++r) {
+			bcast[r].resize(kCount, -1);
+			if (r == root)
+				std::iota(bcast[r].begin(), bcast[r].end(), 300);
+			src[r].resize(kCount);
+			std::iota(src[r].begin(), src[r].end(), static_cast<int64_t>(r * 100));
+			sum[r].assign(kCount, -7);
+			gathered[r].assign(n * kCount, -7);
+			scatter_src[r].resize(n * kCount);
+			std::iota(scatter_src[r].begin(), scatter_src[r].end(), 5000);
+			scattered[r].assign(kCount, -7);
+		}
+		const size_t bytes = kCount * sizeof(int64_t);
+		for (size_t r = 0; r < n; ++r) {
+			Group &g = *net.groups[r];
+			ASSERT_EQ(g.broadcast(bcast[r].data(), bytes, root, Network::ctx(1)), 0);
+			ASSERT_EQ(g.allreduce(src[r].data(), sum[r].data(), kCount, sizeof(int64_t),
+					      FI_INT64, FI_SUM, Network::ctx(2)), 0);
+			ASSERT_EQ(g.allgather(src[r].data(), gathered[r].data(), bytes,
+					      Network::ctx(3)), 0);
+			ASSERT_EQ(g.scatter(scatter_src[r].data(), scattered[r].data(), bytes, root,
+					    Network::ctx(4)), 0);
+		}
+		net.run();
+		net.expect_done(4);
+		EXPECT_EQ(net.largest, kMax);
+		for (size_t r = 0; r < n; ++r)
+			for (size_t i = 0; i < kCount; ++i) {
+				EXPECT_EQ(bcast[r][i], static_cast<int64_t>(300 + i));
+				int64_t expect = 0;
+				for (size_t q = 0; q < n; ++q)
+					expect += static_cast<int64_t>(q * 100 + i);
+				EXPECT_EQ(sum[r][i], expect);
+				EXPECT_EQ(scattered[r][i], static_cast<int64_t>(5000 + r * kCount + i));
+				for (size_t q = 0; q < n; ++q)
+					EXPECT_EQ(gathered[r][q * kCount + i],
+						  static_cast<int64_t>(q * 100 + i));
+			}
+	}
+}
+
+TEST(Collective, ChunksHoldWholeElements)
+{
+	// 12-byte messages hold one int64 of a reduction (not one and a half), and an element
+	// larger than a message cannot travel at all.
+	Network net(3, 1, 12);
+	std::vector<int64_t> in(9, 2), out(9, 0);
+	for (size_t r = 0; r < 3; ++r)
+		ASSERT_EQ(net.groups[r]->allreduce(&in[r * 3], &out[r * 3], 3, sizeof(int64_t),
+						   FI_INT64, FI_SUM, Network::ctx(1)), 0);
+	net.run();
+	net.expect_done(1);
+	EXPECT_EQ(net.largest, sizeof(int64_t));
+	for (int64_t v : out)
+		EXPECT_EQ(v, 6);
+	Network tiny(2, 1, 4);
+	int64_t x = 1, y = 0;
+	EXPECT_EQ(tiny.groups[0]->allreduce(&x, &y, 1, sizeof(x), FI_INT64, FI_SUM, nullptr),
+		  -FI_EMSGSIZE);
 }
 
 TEST(Collective, MessagesGrowLogarithmically)

@@ -704,6 +704,7 @@ void RxmEndpoint::fail_conn(RxmConn *conn, int err)
 	}
 	// What the core holds (sends, RMA, rendezvous reads) is finished by close_retired once
 	// the core endpoint is closed and its completions drained.
+	coll_member_lost(conn);
 }
 
 // The core reports nothing more for a closed endpoint: finish what it still held.

@@ -8,6 +8,7 @@
 #include "prov/util/fid_object.h"
 
 #include <rdma/fabric.h>
+#include <rdma/fi_collective.h>
 #include <rdma/fi_domain.h>
 
 #include "prov/util/flow_ctrl_ops.h"
@@ -63,6 +64,11 @@ public:
 	int mr_regv(const struct iovec *iov, size_t count, uint64_t access, uint64_t offset,
 		    uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context);
 	int mr_regattr(const struct fi_mr_attr *attr, uint64_t flags, struct fid_mr **mr);
+	// fi_query_collective (rxm_coll.cpp): barrier, broadcast, allreduce, allgather and
+	// scatter; the other collectives -FI_ENOSYS, datatypes or reductions rxm cannot run
+	// -FI_EOPNOTSUPP.
+	int query_collective(enum fi_collective_op coll, struct fi_collective_attr *attr,
+			     uint64_t flags);
 	int query_atomic(enum fi_datatype datatype, enum fi_op op, struct fi_atomic_attr *attr,
 			 uint64_t flags);
 

@@ -615,6 +615,7 @@ void RxmEndpoint::progress()
 		if (!conn->backlog.empty())
 			pump(conn);
 	run_conn_timers();
+	coll_progress();
 	if (!credit_waiters_.empty()) { // credit updates that found no room earlier
 		std::vector<RxmConn *> waiting;
 		waiting.swap(credit_waiters_);

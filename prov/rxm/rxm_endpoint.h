@@ -11,6 +11,7 @@
 #define OFI_PROV_RXM_ENDPOINT_H
 
 #include "prov/rxm/rxm_cm_data.h"
+#include "prov/rxm/rxm_coll.h"
 #include "prov/rxm/rxm_cma.h"
 #include "prov/rxm/rxm_conn.h"
 #include "prov/rxm/rxm_core_wait.h"
@@ -153,6 +154,29 @@ public:
 	int fetch_atomicvalid(enum fi_datatype datatype, enum fi_op op, size_t *count);
 	int compare_atomicvalid(enum fi_datatype datatype, enum fi_op op, size_t *count);
 
+	// fi_join with FI_COLLECTIVE and fi_ops_collective (rxm_coll.cpp); the collectives rxm
+	// does not run (alltoall, reduce_scatter, reduce, gather, barrier2, msg) have no member
+	// here and so answer -FI_ENOSYS.
+	int join(const void *addr, uint64_t flags, struct fid_mc **mc, void *context);
+	ssize_t barrier(fi_addr_t coll_addr, void *context);
+	ssize_t broadcast(void *buf, size_t count, void *desc, fi_addr_t coll_addr,
+			  fi_addr_t root_addr, enum fi_datatype datatype, uint64_t flags,
+			  void *context);
+	ssize_t allreduce(const void *buf, size_t count, void *desc, void *result,
+			  void *result_desc, fi_addr_t coll_addr, enum fi_datatype datatype,
+			  enum fi_op op, uint64_t flags, void *context);
+	ssize_t allgather(const void *buf, size_t count, void *desc, void *result,
+			  void *result_desc, fi_addr_t coll_addr, enum fi_datatype datatype,
+			  uint64_t flags, void *context);
+	ssize_t scatter(const void *buf, size_t count, void *desc, void *result,
+			void *result_desc, fi_addr_t coll_addr, fi_addr_t root_addr,
+			enum fi_datatype datatype, uint64_t flags, void *context);
+	// fi_close of a group's fid_mc: the endpoint forgets the group.
+	void leave(RxmMc *mc);
+	// CollGroup's transport: an internal eager message to AV entry 'dest'.
+	int send_collective(fi_addr_t dest, uint64_t wire_id, uint64_t seq, uint32_t step,
+			    std::span<const uint8_t> payload);
+
 	// Drives the core CQ and EQ; called by reads of the bound CQs.
 	void progress();
 	// fi_trywait on the core CQ and EQ: 0 when blocking on their fds is safe.
@@ -262,6 +286,21 @@ private:
 	bool queue_control(RxmConn *conn, const WireHeader &hdr, std::span<const uint8_t> payload);
 	fi_addr_t source_of(RxmConn *conn);
 	ssize_t peek(const struct fi_msg_tagged *msg, uint64_t flags);
+
+	// Collectives (rxm_coll.cpp)
+	void handle_collective(RxmConn *conn, const WireHeader &hdr,
+			       std::span<const uint8_t> payload);
+	void coll_progress();
+	// The connection to a peer failed: messages of its groups may be lost, so every group
+	// it is a member of fails (its collectives complete with -FI_EIO instead of waiting).
+	void coll_member_lost(RxmConn *conn);
+	// Reports what the group finished: the join's FI_JOIN_COMPLETE, collectives' CQ entries.
+	void reap_collectives(CollGroup &group);
+	// The group behind a collective address (fi_mc_addr of a join), or nullptr.
+	CollGroup *group_of(fi_addr_t coll_addr);
+	// Checks, issues one collective on a group and reports what finished.
+	template <class Issue>
+	ssize_t issue_collective(fi_addr_t coll_addr, uint64_t flags, Issue issue);
 
 	// Atomics (rxm_atomic.cpp)
 	// compare/result: the caller's ioc arrays (1 to kAtomicMaxTargets entries each).
@@ -400,6 +439,7 @@ private:
 	// FI_PROGRESS_AUTO data progress: a thread runs progress() while the endpoint is enabled.
 	std::thread progress_thread_;
 	std::atomic<bool> progress_running_{false};
+	std::unique_ptr<CollState> coll_;  // created by the first join
 };
 
 } // namespace rxm

@@ -102,6 +102,9 @@ fi_info *rdm_info_from_core(const fi_info *core)
 	// core's counters count of the RMA its connections take; without them it cannot.
 	if (core_has_rma(core) && (core->caps & FI_RMA_EVENT))
 		caps |= FI_RMA_EVENT;
+	// Collectives (rxm_coll.h) need only messages, which every core carries. A primary cap:
+	// the core's narrowing reports it only to applications that ask for it.
+	caps |= FI_COLLECTIVE;
 	info->caps = caps;
 	info->mode = 0;
 	info->addr_format = core->addr_format;
@@ -116,7 +119,8 @@ fi_info *rdm_info_from_core(const fi_info *core)
 
 	uint64_t order = FI_ORDER_SAS;
 	fi_tx_attr *tx = info->tx_attr;
-	tx->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_SEND);
+	tx->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_SEND |
+			   FI_COLLECTIVE);
 	tx->msg_order = order;
 	tx->comp_order = FI_ORDER_NONE;
 	tx->inject_size = p.buffer_size;
@@ -127,7 +131,7 @@ fi_info *rdm_info_from_core(const fi_info *core)
 	fi_rx_attr *rx = info->rx_attr;
 	rx->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ |
 			   FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV |
-			   FI_RMA_EVENT);
+			   FI_RMA_EVENT | FI_COLLECTIVE);
 	rx->msg_order = order;
 	rx->comp_order = FI_ORDER_NONE;
 	rx->size = p.rx_size;

@@ -494,6 +494,9 @@ void RxmEndpoint::handle_message(RxmConn *conn, const WireHeader &hdr,
 	case WireOp::atomic_response:
 		handle_atomic_response(conn, hdr, payload);
 		break;
+	case WireOp::collective:
+		handle_collective(conn, hdr, payload);
+		break;
 	}
 }
 

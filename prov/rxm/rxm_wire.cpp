@@ -59,6 +59,9 @@ static bool header_is_consistent(const WireHeader &h)
 		return h.payload_len >= kAtomicRequestFixedSize;
 	case WireOp::atomic_response:
 		return h.payload_len >= kAtomicResponseFixedSize;
+	case WireOp::collective:
+		// Steps are 32 bits (util::coll::Group); the payload is the whole message.
+		return h.total_len == h.payload_len && h.offset <= UINT32_MAX;
 	}
 	return false;
 }

@@ -23,9 +23,11 @@ enum class WireOp : uint8_t {
 	atomic_response,  // status (and fetched data) of an atomic request
 	delivery_ack,     // FI_DELIVERY_COMPLETE: message was matched and placed
 	rndv_write_ready, // write-based rendezvous: receiver exposes its buffers to the sender
+	collective,       // one message of a collective (rxm_coll.h): tag = group wire id,
+			  // msg_id = sequence, offset = step, payload = data
 };
 constexpr uint8_t kWireOpFirst = static_cast<uint8_t>(WireOp::eager);
-constexpr uint8_t kWireOpLast = static_cast<uint8_t>(WireOp::rndv_write_ready);
+constexpr uint8_t kWireOpLast = static_cast<uint8_t>(WireOp::collective);
 
 namespace wire_flag {
 constexpr uint16_t remote_cq_data = 1 << 0;    // cq_data is meaningful

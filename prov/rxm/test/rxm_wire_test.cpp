@@ -266,3 +266,28 @@ TEST(RxmWire, AtomicResponse)
 	encode_atomic_response(5, p); // positive statuses are not valid
 	EXPECT_EQ(-FI_EIO, decode_atomic_response(p, &status, &fetched));
 }
+
+TEST(RxmWire, CollectiveMessages)
+{
+	WireHeader h;
+	h.op = WireOp::collective;
+	h.tag = 0x1234;        // group wire id
+	h.msg_id = 7;          // sequence
+	h.offset = 3 | 2 << 8; // step
+	h.payload_len = 16;
+	h.total_len = 16;
+	WireHeader d;
+	auto m = message(h, 16);
+	ASSERT_EQ(0, decode_message(m, &d));
+	EXPECT_EQ(WireOp::collective, d.op);
+	EXPECT_EQ(0x1234u, d.tag);
+	EXPECT_EQ(7u, d.msg_id);
+	EXPECT_EQ(h.offset, d.offset);
+	h.total_len = 17; // the payload is the whole message
+	m = message(h, 16);
+	EXPECT_EQ(-FI_EIO, decode_message(m, &d));
+	h.total_len = 16;
+	h.offset = 1ULL << 32; // steps are 32 bits
+	m = message(h, 16);
+	EXPECT_EQ(-FI_EIO, decode_message(m, &d));
+}

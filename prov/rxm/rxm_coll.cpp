@@ -109,7 +109,21 @@ CollGroup::CollGroup(RxmEndpoint &endpoint, std::vector<fi_addr_t> member_list, 
 
 int CollGroup::send(size_t rank, uint64_t seq, uint32_t step, std::span<const uint8_t> payload)
 {
-	return ep.send_collective(members[rank], wire_id, seq, step, payload);
+	// Counted first: a send the core fails at once is finished (coll_sent) before we return.
+	unsent[seq]++;
+	in_send = true;
+	int ret = ep.send_collective(members[rank], wire_id, seq, step, payload);
+	in_send = false;
+	if (ret) {
+		if (--unsent[seq] == 0)
+			unsent.erase(seq);
+		return ret;
+	}
+	if (lost_in_send) {
+		lost_in_send = false;
+		return -FI_EIO; // the Group fails itself (it must not be failed from inside)
+	}
+	return 0;
 }
 
 size_t CollGroup::rank_of(fi_addr_t addr) const noexcept
@@ -155,7 +169,10 @@ int RxmEndpoint::send_collective(fi_addr_t dest, uint64_t wire_id, uint64_t seq,
 		memcpy(buf->data + kWireHeaderSize, payload.data(), payload.size());
 	buf->len = kWireHeaderSize + payload.size();
 	buf->op = op;
-	op->kind = TxKind::control; // nothing to report when it leaves: the group tracks it
+	op->kind = TxKind::control; // no completion of its own: finish_op tells the group
+	op->hdr.op = WireOp::collective;
+	op->hdr.tag = wire_id;
+	op->hdr.msg_id = seq;
 	op->conn = conn;
 	op->prepared = buf;
 	queue_op(conn, op);
@@ -221,38 +238,84 @@ void RxmEndpoint::coll_member_lost(RxmConn *conn)
 		return;
 	for (auto &[id, g] : coll_->by_wire_id) {
 		size_t rank = g->rank_of(addr);
-		if (rank == g->members.size() || rank == g->group.rank() || g->group.failed())
+		// A member that finished its part may leave: only a group still waiting for its
+		// messages fails (what it sent before closing was drained before we got here).
+		if (rank == g->members.size() || rank == g->group.rank() || g->group.failed() ||
+		    !g->group.waiting_on(rank))
 			continue;
 		RXM_WARN(FI_LOG_EP_DATA, "connection to a group member failed: the group fails\n");
-		g->group.fail();
-		reap_collectives(*g);
+		fail_group(*g);
 	}
+}
+
+void RxmEndpoint::coll_sent(uint64_t wire_id, uint64_t seq, int err)
+{
+	if (!coll_)
+		return;
+	auto it = coll_->by_wire_id.find(wire_id);
+	if (it == coll_->by_wire_id.end())
+		return; // left since
+	CollGroup &g = *it->second;
+	auto unsent = g.unsent.find(seq);
+	if (unsent != g.unsent.end() && --unsent->second == 0)
+		g.unsent.erase(unsent);
+	if (err && !g.group.failed()) {
+		RXM_WARN(FI_LOG_EP_DATA, "a collective message was lost: the group fails\n");
+		fail_group(g);
+		return;
+	}
+	if (!g.in_send)
+		reap_collectives(g);
+}
+
+void RxmEndpoint::fail_group(CollGroup &g)
+{
+	// Inside the group's own call to its transport, failing it would pull its state away
+	// under it: the send reports the loss instead, and the group fails itself.
+	if (g.in_send) {
+		g.lost_in_send = true;
+		return;
+	}
+	g.group.fail();
+	reap_collectives(g);
 }
 
 void RxmEndpoint::reap_collectives(CollGroup &g)
 {
 	util::coll::Done done;
-	while (g.group.pop_done(&done)) {
-		if (g.join_pending) {
-			g.join_pending = false;
-			if (!eq())
-				continue; // unbound since the join; nowhere to report
-			if (done.status) {
-				eq()->write_error(g.mc->fid(), g.mc->context(), 0, done.status,
-						  done.status, nullptr, 0);
-			} else {
-				fi_eq_entry entry{g.mc->fid(), g.mc->context(), 0};
-				eq()->write_event(FI_JOIN_COMPLETE, &entry, sizeof entry);
-			}
-			continue;
-		}
-		uint64_t flags = g.op_flags.front();
-		g.op_flags.pop_front();
-		if (done.status)
-			fail_tx(done.context, FI_COLLECTIVE, done.status, done.status);
-		else
-			complete_tx(flags, done.context, FI_COLLECTIVE);
+	while (g.group.pop_done(&done))
+		g.finished.push_back({g.next_finished_seq++, done});
+	while (!g.finished.empty()) {
+		auto &[seq, result] = g.finished.front();
+		if (!result.status && g.unsent.count(seq))
+			return; // its messages are still on the way
+		util::coll::Done d = result;
+		g.finished.pop_front();
+		report_collective(g, d);
 	}
+}
+
+void RxmEndpoint::report_collective(CollGroup &g, const util::coll::Done &done)
+{
+	if (g.join_pending) {
+		g.join_pending = false;
+		if (!eq() || !g.mc)
+			return; // unbound since the join, or leaving: nowhere to report
+		if (done.status) {
+			eq()->write_error(g.mc->fid(), g.mc->context(), 0, done.status, done.status,
+					  nullptr, 0);
+		} else {
+			fi_eq_entry entry{g.mc->fid(), g.mc->context(), 0};
+			eq()->write_event(FI_JOIN_COMPLETE, &entry, sizeof entry);
+		}
+		return;
+	}
+	uint64_t flags = g.op_flags.front();
+	g.op_flags.pop_front();
+	if (done.status)
+		fail_tx(done.context, FI_COLLECTIVE, done.status, done.status);
+	else
+		complete_tx(flags, done.context, FI_COLLECTIVE);
 }
 
 // ---- RxmEndpoint: join and leave ----
@@ -336,17 +399,16 @@ void RxmEndpoint::leave(RxmMc *mc)
 	if (it == coll_->by_handle.end())
 		return;
 	CollGroup *g = it->second;
-	// Collectives still running end with -FI_ECANCELED; the join, if pending, is not
-	// reported (its fid is going away).
+	// What finished is reported as it ended (its messages stay queued and still go out);
+	// what still runs ends with -FI_ECANCELED. A pending join is not reported: its fid is
+	// going away.
+	g->mc = nullptr;
+	g->unsent.clear();
+	reap_collectives(*g);
 	g->group.cancel();
-	g->join_pending = false;
 	util::coll::Done done;
-	while (g->group.pop_done(&done)) {
-		if (g->op_flags.empty())
-			continue; // the join's barrier
-		g->op_flags.pop_front();
-		fail_tx(done.context, FI_COLLECTIVE, -FI_ECANCELED, -FI_ECANCELED);
-	}
+	while (g->group.pop_done(&done))
+		report_collective(*g, {done.context, -FI_ECANCELED});
 	coll_->by_handle.erase(it);
 	coll_->by_wire_id.erase(g->wire_id);
 }

@@ -78,6 +78,16 @@ public:
 	// Flags of the issued collectives (selective completion), in issue order like their
 	// completions.
 	std::deque<uint64_t> op_flags;
+	// A collective is reported only once its own messages left (the core completed their
+	// sends): a member that sees its collective done may close its endpoint, and messages
+	// still queued would then never reach the others. Sends not yet completed, by sequence
+	// number; collectives the group finished, waiting for theirs (sequence, result).
+	std::unordered_map<uint64_t, uint32_t> unsent;
+	std::deque<std::pair<uint64_t, util::coll::Done>> finished;
+	uint64_t next_finished_seq = 0; // the group completes collectives in sequence order
+	// Set while the group is inside send(); a loss noticed then is reported by send().
+	bool in_send = false;
+	bool lost_in_send = false;
 };
 
 // Everything collective an endpoint holds.

@@ -294,8 +294,14 @@ private:
 	// The connection to a peer failed: messages of its groups may be lost, so every group
 	// it is a member of fails (its collectives complete with -FI_EIO instead of waiting).
 	void coll_member_lost(RxmConn *conn);
-	// Reports what the group finished: the join's FI_JOIN_COMPLETE, collectives' CQ entries.
+	// Reports what the group finished and whose messages left: the join's FI_JOIN_COMPLETE,
+	// collectives' CQ entries.
 	void reap_collectives(CollGroup &group);
+	void report_collective(CollGroup &group, const util::coll::Done &done);
+	// The core finished sending a collective message (err: it was lost).
+	void coll_sent(uint64_t wire_id, uint64_t seq, int err);
+	// Fails a group (its collectives complete with -FI_EIO), safely from anywhere.
+	void fail_group(CollGroup &group);
 	// The group behind a collective address (fi_mc_addr of a join), or nullptr.
 	CollGroup *group_of(fi_addr_t coll_addr);
 	// Checks, issues one collective on a group and reports what finished.

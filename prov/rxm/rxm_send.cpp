@@ -509,9 +509,10 @@ void RxmEndpoint::finish_op(TxOp *op)
 	// Internal messages (rendezvous done, acks, atomic responses) are not the application's.
 	// op->report already applied the selective-completion rule (and inject's "no entry")
 	// when the operation was posted, hence FI_COMPLETION here.
-	if (op->kind == TxKind::control)
-		;
-	else if (op->error)
+	if (op->kind == TxKind::control) {
+		if (op->hdr.op == WireOp::collective) // its group reports once its messages left
+			coll_sent(op->hdr.tag, op->hdr.msg_id, op->error);
+	} else if (op->error)
 		fail_tx(op->context, op->cq_flags, op->error, op->error);
 	else if (op->report)
 		complete_tx(FI_COMPLETION, op->context, op->cq_flags);

@@ -378,6 +378,22 @@ void Group::advance()
 	}
 }
 
+bool Group::waiting_on(size_t rank) const
+{
+	for (const Op &op : ops_)
+		for (size_t i = op.round; i < op.rounds.size(); ++i)
+			for (const Recv &r : op.rounds[i].recvs) {
+				if (r.peer != rank || r.arrived)
+					continue;
+				bool held = std::any_of(early_.begin(), early_.end(), [&](const Early &e) {
+					return e.from == rank && e.seq == op.seq && e.step == r.step;
+				});
+				if (!held)
+					return true;
+			}
+	return false;
+}
+
 void Group::progress()
 {
 	if (!ops_.empty())

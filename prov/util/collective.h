@@ -92,6 +92,9 @@ public:
 	// Ends every running and queued collective with -FI_ECANCELED (the member leaves the
 	// group); later ones complete with -FI_EIO at once.
 	void cancel() { fail_all(-FI_ECANCELED); }
+	// Whether a running or queued collective still expects a message from member 'rank'
+	// that has not arrived (held early messages count as arrived).
+	bool waiting_on(size_t rank) const;
 	// Fails the group from outside (e.g. the transport lost a member): what runs and what
 	// comes later completes with -FI_EIO.
 	void fail() { fail_all(-FI_EIO); }

@@ -390,3 +390,26 @@ TEST(Collective, HeldMessageThatMatchesNothingFailsTheGroup)
 }
 
 } // namespace
+
+namespace {
+
+TEST(Collective, WaitingOnTellsWhoseMessagesAreStillNeeded)
+{
+	// Barrier on 3: rank 0 hears from rank 2 (distance 1), then from rank 1 (distance 2).
+	Network net(3);
+	Group &g = *net.groups[0];
+	EXPECT_FALSE(g.waiting_on(1));  // nothing issued
+	ASSERT_EQ(g.barrier(Network::ctx(1)), 0);
+	EXPECT_TRUE(g.waiting_on(2));
+	EXPECT_TRUE(g.waiting_on(1));
+	g.deliver(1, 0, 1, {});  // rank 1's round-1 message, early: held
+	EXPECT_FALSE(g.waiting_on(1));
+	EXPECT_TRUE(g.waiting_on(2));
+	g.deliver(2, 0, 0, {});
+	EXPECT_FALSE(g.waiting_on(2));
+	Done d{};
+	ASSERT_TRUE(g.pop_done(&d));
+	EXPECT_EQ(d.status, 0);
+}
+
+} // namespace

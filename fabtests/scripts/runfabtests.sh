@@ -115,6 +115,8 @@ q cs fi_tagged_peek -e rdm
 q cs fi_av_xfer -e rdm
 q cs fi_rdm_multi_client -e rdm
 q cs fi_rdm_atomic -e rdm
+q single fi_rdm_collective -n 3
+q single fi_rdm_collective -n 8
 q cs fi_flood -e msg
 q cs fi_flood -e rdm
 q cs fi_msg_epoll -e msg

@@ -25,8 +25,14 @@ size_t queue_size(size_t asked, size_t fallback)
 ShmEndpoint::ShmEndpoint(ShmDomain &domain, const struct fi_info *info, void *context)
     : util::Endpoint(domain, info, context),
       tx_queue_(queue_size(info->tx_attr ? info->tx_attr->size : 0, settings().tx_size)),
-      rx_queue_(queue_size(info->rx_attr ? info->rx_attr->size : 0, settings().rx_size))
+      rx_queue_(queue_size(info->rx_attr ? info->rx_attr->size : 0, settings().rx_size)),
+      responses_(tx_queue_.capacity()),
+      pending_(tx_queue_.capacity())
 {
+	// Every index free, the last taken first; never grows (bounded by tx_size).
+	free_pending_.reserve(pending_.size());
+	for (size_t i = pending_.size(); i-- > 0;)
+		free_pending_.push_back(static_cast<uint32_t>(i));
 	if (!info->src_addr || !parse_address(info->src_addr, info->src_addrlen, &local_))
 		address_for_service("0", &local_);
 	if (info->dest_addr)
@@ -64,6 +70,15 @@ UTIL_ASSERT_IMPLEMENTED(util::make_msg_ops<ShmEndpoint>().injectdata);
 UTIL_ASSERT_IMPLEMENTED(util::make_msg_ops<ShmEndpoint>().recv);
 UTIL_ASSERT_IMPLEMENTED(util::make_msg_ops<ShmEndpoint>().recvv);
 UTIL_ASSERT_IMPLEMENTED(util::make_msg_ops<ShmEndpoint>().recvmsg);
+UTIL_ASSERT_IMPLEMENTED(util::make_rma_ops<ShmEndpoint>().read);
+UTIL_ASSERT_IMPLEMENTED(util::make_rma_ops<ShmEndpoint>().readv);
+UTIL_ASSERT_IMPLEMENTED(util::make_rma_ops<ShmEndpoint>().readmsg);
+UTIL_ASSERT_IMPLEMENTED(util::make_rma_ops<ShmEndpoint>().write);
+UTIL_ASSERT_IMPLEMENTED(util::make_rma_ops<ShmEndpoint>().writev);
+UTIL_ASSERT_IMPLEMENTED(util::make_rma_ops<ShmEndpoint>().writemsg);
+UTIL_ASSERT_IMPLEMENTED(util::make_rma_ops<ShmEndpoint>().inject);
+UTIL_ASSERT_IMPLEMENTED(util::make_rma_ops<ShmEndpoint>().writedata);
+UTIL_ASSERT_IMPLEMENTED(util::make_rma_ops<ShmEndpoint>().injectdata);
 UTIL_ASSERT_IMPLEMENTED(util::make_cm_ops<ShmEndpoint>().getname);
 UTIL_ASSERT_IMPLEMENTED(util::make_cm_ops<ShmEndpoint>().getpeer);
 UTIL_ASSERT_IMPLEMENTED(util::make_cm_ops<ShmEndpoint>().connect);
@@ -142,7 +157,8 @@ ssize_t ShmEndpoint::cancel(void *context)
 	for (size_t i = 0; i < rx_queue_.size(); i++) {
 		RxEntry &r = rx_queue_.at(i);
 		// The front receive may be taking a message: it can no longer be cancelled.
-		if (r.canceled || r.context != context || (i == 0 && incoming_.active))
+		if (r.canceled || r.context != context ||
+		    (i == 0 && incoming_.active && incoming_.op == kOpMsg))
 			continue;
 		r.canceled = true;
 		fail_rx(r.context, FI_RECV | FI_MSG, FI_ECANCELED, 0, 0,
@@ -161,7 +177,9 @@ ssize_t ShmEndpoint::rx_size_left()
 ssize_t ShmEndpoint::tx_size_left()
 {
 	util::LockGuard guard(domain().lock());
-	return enabled() ? static_cast<ssize_t>(tx_queue_.space()) : -FI_EOPBADSTATE;
+	// An RMA operation also needs a pending entry until its answer comes.
+	size_t left = std::min(tx_queue_.space(), free_pending_.size());
+	return enabled() ? static_cast<ssize_t>(left) : -FI_EOPBADSTATE;
 }
 
 void ShmEndpoint::on_fd_ready(int fd, uint32_t)
@@ -181,7 +199,10 @@ void ShmEndpoint::progress()
 {
 	if (state_ != State::connected)
 		return;
-	if (drain_rx())
+	if (!drain_rx() || !push_tx())
+		return;
+	// A request that waited for room for its answer can be taken now that answers left.
+	if (rx_paused_ && !responses_.full() && drain_rx())
 		push_tx();
 }
 
@@ -189,15 +210,25 @@ void ShmEndpoint::cancel_all()
 {
 	while (!tx_queue_.empty()) {
 		TxEntry &t = tx_queue_.front();
-		fail_tx(t.context, FI_SEND | FI_MSG, FI_ECANCELED, 0, t.total);
+		// RMA operations are reported from the pending table below, once each.
+		if (t.kind == TxKind::msg)
+			fail_tx(t.context, FI_SEND | FI_MSG, FI_ECANCELED, 0, t.total);
 		tx_queue_.pop();
+	}
+	while (!responses_.empty())
+		responses_.pop(); // nobody is left to answer
+	for (Pending &p : pending_) {
+		if (p.busy)
+			complete_pending(p, FI_ECANCELED);
 	}
 	bool first = true;
 	while (!rx_queue_.empty()) {
 		RxEntry &r = rx_queue_.front();
 		if (!r.canceled) {
 			// A message cut off half-way is an I/O error, the rest were never used.
-			int err = first && incoming_.active ? FI_EIO : FI_ECANCELED;
+			int err = first && incoming_.active && incoming_.op == kOpMsg
+					  ? FI_EIO
+					  : FI_ECANCELED;
 			fail_rx(r.context, FI_RECV | FI_MSG, err, 0, 0,
 				r.count ? r.iov[0].iov_base : nullptr);
 		}

@@ -10,6 +10,14 @@
 // A pass drains the receive ring into posted receives, moves queued sends into the transmit
 // ring, and when it finds nothing to read (or no room) asks the peer for a doorbell.
 // Every API entry holds the domain lock, like progress does.
+//
+// RMA (shm_endpoint_rma.cpp, shm_endpoint_target.cpp): the peer never touches our memory. A
+// write travels through the ring; we check (key, address, length, access) in the domain's MR
+// map, copy it into the region and answer with an ack carrying the verdict. A read is a
+// request; we check it and answer with the data through our ring. The initiator keeps each
+// operation in a preallocated pending table (tx_size entries) until its answer comes; the
+// answers we owe the peer wait in a response queue of the same size, and while it is full we
+// read no further request from the peer (the peer stalls only itself).
 #ifndef PROV_SHM_SHM_ENDPOINT_H
 #define PROV_SHM_SHM_ENDPOINT_H
 
@@ -22,11 +30,18 @@
 #include "prov/util/progress_engine.h"
 #include "prov/util/ring.h"
 
+#include <rdma/fi_rma.h>
+
 #include <sys/uio.h>
 
 #include <memory>
+#include <vector>
 
 namespace shm {
+
+// The iovec checks of every data call: at most kIovLimit entries, a base for each non-empty
+// one, a total within kMaxMsgSize (returned in *total).
+bool valid_iov(const iovec *iov, size_t count, size_t *total);
 
 // Internal op flag: an operation that produces no CQ entry by nature (fi_inject*), counted only.
 inline constexpr uint64_t kNoCqEntry = 1ull << 63;
@@ -64,6 +79,24 @@ public:
 			 fi_addr_t dest_addr, void *context);
 	ssize_t injectdata(const void *buf, size_t len, uint64_t data, fi_addr_t dest_addr);
 
+	// ---- fi_ops_rma (shm_endpoint_rma.cpp) ----
+	ssize_t read(void *buf, size_t len, void *desc, fi_addr_t src_addr, uint64_t addr,
+		     uint64_t key, void *context);
+	ssize_t readv(const struct iovec *iov, void **desc, size_t count, fi_addr_t src_addr,
+		      uint64_t addr, uint64_t key, void *context);
+	ssize_t readmsg(const struct fi_msg_rma *msg, uint64_t flags);
+	ssize_t write(const void *buf, size_t len, void *desc, fi_addr_t dest_addr,
+		      uint64_t addr, uint64_t key, void *context);
+	ssize_t writev(const struct iovec *iov, void **desc, size_t count, fi_addr_t dest_addr,
+		       uint64_t addr, uint64_t key, void *context);
+	ssize_t writemsg(const struct fi_msg_rma *msg, uint64_t flags);
+	ssize_t inject_write(const void *buf, size_t len, fi_addr_t dest_addr, uint64_t addr,
+			     uint64_t key);
+	ssize_t writedata(const void *buf, size_t len, void *desc, uint64_t data,
+			  fi_addr_t dest_addr, uint64_t addr, uint64_t key, void *context);
+	ssize_t inject_writedata(const void *buf, size_t len, uint64_t data, fi_addr_t dest_addr,
+				 uint64_t addr, uint64_t key);
+
 	// ---- progress (shm_endpoint_rx.cpp, shm_endpoint_tx.cpp) ----
 	void on_fd_ready(int fd, uint32_t events) override;
 	void progress() override;
@@ -71,16 +104,38 @@ public:
 private:
 	enum class State { idle, connecting, connected, closed };
 
+	enum class TxKind : uint8_t { msg, write, read_request, read_response, ack };
+	// Something to put into the transmit ring: an application operation (tx_queue_) or an
+	// answer we owe the peer (responses_).
 	struct TxEntry {
+		TxKind kind = TxKind::msg;
 		iovec iov[kIovLimit];
 		size_t count = 0;
-		size_t total = 0;
+		size_t total = 0;         // payload bytes
 		size_t sent = 0;          // bytes already in the ring
 		bool started = false;     // first slot written (a 0-byte message has one slot)
 		uint64_t data = 0;
 		bool has_data = false;
 		void *context = nullptr;
 		uint64_t flags = 0;
+		uint64_t id = 0;          // RMA: our pending id, or the peer's id we answer
+		uint64_t rma_key = 0;     // write/read request: the target region; read
+		uint64_t rma_addr = 0;    // response: the key of the region we copy from
+		size_t rma_len = 0;       // read request: bytes asked for
+		uint64_t serial = 0;      // read response: the registration (MrMap::alive)
+		uint32_t status = 0;      // ack / read response: positive FI_E* or 0
+	};
+	// An RMA operation of ours between posting and the target's answer.
+	struct Pending {
+		bool busy = false;
+		bool sent = false;        // the whole request is in the ring: an answer may come
+		bool is_read = false;
+		uint32_t generation = 0;  // bumped on release: a stale id never matches
+		void *context = nullptr;
+		uint64_t flags = 0;
+		size_t len = 0;
+		iovec iov[kIovLimit];     // read: where the data goes
+		size_t count = 0;
 	};
 	struct RxEntry {
 		iovec iov[kIovLimit];
@@ -91,16 +146,26 @@ private:
 		bool canceled = false;
 	};
 	// The message being received (it may span many slots).
+	// The operation being received (it may span many slots).
 	struct Incoming {
 		bool active = false;
+		uint32_t op = 0;
 		size_t total = 0;
 		size_t received = 0;
 		uint64_t data = 0;
 		bool has_data = false;
+		uint64_t id = 0;          // write: the peer's id to ack
+		uint8_t *dest = nullptr;  // write: where its first byte goes
+		uint64_t key = 0;         // write: the region (checked alive before each slot)
+		uint64_t serial = 0;
+		uint32_t status = 0;      // write: our verdict; read response: the peer's
+		Pending *pending = nullptr; // read response: the read it answers
 	};
 
 	ShmDomain &shm_domain() { return static_cast<ShmDomain &>(domain()); }
 	int check_can_post() const;
+	// fi_inject*: 0 when the data can go into the ring before the call returns.
+	int check_inject_room();
 	ssize_t post_send(const iovec *iov, size_t count, void *context, uint64_t flags,
 			  uint64_t data);
 	ssize_t post_recv(const iovec *iov, size_t count, void *context, uint64_t flags);
@@ -118,8 +183,30 @@ private:
 	bool drain_rx();
 	bool take_slot(const SlotHeader &header, const uint8_t *payload);
 	void finish_incoming();
+	// Whether the next operation in the ring, of type `op`, can be taken now.
+	bool ready_for(uint32_t op);
+	bool valid_slot(const SlotHeader &h) const;
+	void place_message(const uint8_t *payload, size_t len);
+	// shm_endpoint_target.cpp: the target side of RMA.
+	void start_write(const SlotHeader &h);
+	void place_write(const uint8_t *payload, size_t len);
+	void finish_write(const Incoming &write);
+	void answer_read(const SlotHeader &h);
+	// shm_endpoint_rma.cpp: the initiator side.
+	ssize_t post_rma(TxKind kind, const iovec *iov, size_t count, const fi_rma_iov *rma,
+			 size_t rma_count, void *context, uint64_t flags, uint64_t data);
+	// The pending operation `id` names, if it is one of ours awaiting an answer of this kind.
+	Pending *pending_for(uint64_t id, bool is_read);
+	void complete_pending(Pending &p, uint32_t status);
+	void place_read(const uint8_t *payload, size_t len);
 	// shm_endpoint_tx.cpp: false on a corrupt ring.
 	bool push_tx();
+	// The entry whose slots go next: one already started, else an answer, else ours.
+	TxEntry *next_tx();
+	// Writes the next slot of `entry` (header and up to a slot of payload).
+	void fill_slot(TxEntry &entry, uint8_t *slot);
+	// The entry's last slot is in the ring.
+	void finish_tx(TxEntry &entry);
 	// Copies `len` bytes of `entry` from offset `entry.sent` into `dst`.
 	static void gather(TxEntry &entry, uint8_t *dst, size_t len);
 	void cancel_all();
@@ -135,6 +222,10 @@ private:
 	RingConsumer rx_ring_;
 	util::Ring<TxEntry> tx_queue_;
 	util::Ring<RxEntry> rx_queue_;
+	util::Ring<TxEntry> responses_;      // answers we owe the peer (acks, read data)
+	std::vector<Pending> pending_;       // tx_size entries, allocated once
+	std::vector<uint32_t> free_pending_; // indices into pending_ (capacity reserved)
+	bool rx_paused_ = false;             // a request waits in the ring for responses_ room
 	Incoming incoming_;
 	ShmAddress local_{};
 	ShmAddress peer_{};

@@ -11,6 +11,8 @@ constexpr uint64_t kTxMsgFlags = FI_COMPLETION | FI_INJECT | FI_REMOTE_CQ_DATA |
 	FI_MSG | FI_SEND;
 constexpr uint64_t kRxMsgFlags = FI_COMPLETION | FI_MORE | FI_MSG | FI_RECV;
 
+} // namespace
+
 bool valid_iov(const iovec *iov, size_t count, size_t *total)
 {
 	if (count > kIovLimit || (count && !iov))
@@ -27,11 +29,27 @@ bool valid_iov(const iovec *iov, size_t count, size_t *total)
 	return true;
 }
 
-} // namespace
-
 int ShmEndpoint::check_can_post() const
 {
 	return enabled() ? 0 : -FI_EOPBADSTATE;
+}
+
+int ShmEndpoint::check_inject_room()
+{
+	// Injected data must be in the ring before we return: it goes only into a free slot
+	// with nothing queued before it (answers we owe the peer first), otherwise EAGAIN.
+	if (state_ != State::connected)
+		return -FI_EAGAIN;
+	if (!push_tx())
+		return -FI_ENOTCONN;
+	if (!tx_queue_.empty() || !responses_.empty())
+		return -FI_EAGAIN;
+	uint32_t free_slots = 0;
+	if (!tx_ring_.free_slots(&free_slots)) {
+		connection_lost(-FI_EIO);
+		return -FI_ENOTCONN;
+	}
+	return free_slots ? 0 : -FI_EAGAIN;
 }
 
 ssize_t ShmEndpoint::post_send(const iovec *iov, size_t count, void *context, uint64_t flags,
@@ -49,9 +67,8 @@ ssize_t ShmEndpoint::post_send(const iovec *iov, size_t count, void *context, ui
 		return ret;
 	if (state_ != State::connected && state_ != State::connecting)
 		return -FI_ENOTCONN;
-	// Injected data must be in the ring before we return; otherwise a full queue is EAGAIN.
-	if (inject && (state_ != State::connected || !tx_queue_.empty()))
-		return -FI_EAGAIN;
+	if (inject && (ret = check_inject_room()) != 0)
+		return ret;
 	if (tx_queue_.full())
 		return -FI_EAGAIN;
 	TxEntry e;
@@ -62,15 +79,6 @@ ssize_t ShmEndpoint::post_send(const iovec *iov, size_t count, void *context, ui
 	e.flags = flags;
 	e.has_data = (flags & FI_REMOTE_CQ_DATA) != 0;
 	e.data = data;
-	if (inject) {
-		uint32_t free_slots = 0;
-		if (!tx_ring_.free_slots(&free_slots)) {
-			connection_lost(-FI_EIO);
-			return -FI_ENOTCONN;
-		}
-		if (free_slots == 0)
-			return -FI_EAGAIN;
-	}
 	tx_queue_.push(e);
 	if (state_ == State::connected)
 		push_tx();

@@ -1,15 +1,49 @@
-// ShmEndpoint: taking messages out of the receive ring. Every slot header is the peer's
-// claim: it is copied out once, then checked (op, flags, lengths consistent with the message
-// being received) before a byte of payload is placed; any violation fails the connection.
+// ShmEndpoint: taking operations out of the receive ring. Every slot header is the peer's
+// claim: it is copied out once, then checked (op, flags, lengths consistent with the
+// operation being received, ids naming one of our pending operations) before a byte of
+// payload is placed; any violation fails the connection.
 #include "prov/shm/shm_endpoint.h"
 
 #include <algorithm>
 #include <cstring>
 
 namespace shm {
+namespace {
+
+// The verdicts a target may send back (positive FI_E*); anything else is a protocol error.
+bool known_status(uint32_t status)
+{
+	return status == 0 || status == FI_EINVAL || status == FI_EACCES || status == FI_EIO;
+}
+
+} // namespace
+
+bool ShmEndpoint::ready_for(uint32_t op)
+{
+	switch (op) {
+	case kOpMsg:
+		// A new message needs a receive; without one it waits in the ring (the sender
+		// sees no room once the ring fills) until fi_recv drains again.
+		while (!rx_queue_.empty() && rx_queue_.front().canceled)
+			rx_queue_.pop();
+		return !rx_queue_.empty();
+	case kOpWrite:
+	case kOpReadReq:
+		// Each needs room for its answer; until push_tx makes some, the peer's
+		// requests wait in its ring (it stalls only itself).
+		if (responses_.full()) {
+			rx_paused_ = true;
+			return false;
+		}
+		return true;
+	default:
+		return true; // answers to us, or garbage that take_slot refuses
+	}
+}
 
 bool ShmEndpoint::drain_rx()
 {
+	rx_paused_ = false;
 	for (;;) {
 		uint32_t ready = 0;
 		if (!rx_ring_.ready_slots(&ready)) {
@@ -22,17 +56,11 @@ bool ShmEndpoint::drain_rx()
 			return true;
 		}
 		for (uint32_t i = 0; i < ready; i++) {
-			// A new message needs a receive; without one it waits in the ring (the
-			// sender sees no room once the ring fills) until fi_recv drains again.
-			if (!incoming_.active) {
-				while (!rx_queue_.empty() && rx_queue_.front().canceled)
-					rx_queue_.pop();
-				if (rx_queue_.empty())
-					return true;
-			}
 			const uint8_t *slot = rx_ring_.slot();
 			SlotHeader header;
 			memcpy(&header, slot, sizeof(header));
+			if (!incoming_.active && !ready_for(header.op))
+				return true;
 			if (!take_slot(header, slot + sizeof(header)))
 				return false;
 			if (rx_ring_.release())
@@ -41,51 +69,94 @@ bool ShmEndpoint::drain_rx()
 	}
 }
 
-bool ShmEndpoint::take_slot(const SlotHeader &h, const uint8_t *payload)
+bool ShmEndpoint::valid_slot(const SlotHeader &h) const
 {
 	bool first = (h.flags & kSlotFirst) != 0;
-	size_t remaining = 0;
-	bool valid = h.op == kOpMsg && !(h.flags & ~kSlotKnownFlags) && h.reserved == 0 &&
-		     h.len <= kSlotPayload && first != incoming_.active;
-	if (valid && first) {
-		valid = h.total <= kMaxMsgSize && h.len == std::min<uint64_t>(h.total, kSlotPayload);
-		remaining = h.total;
-	} else if (valid) {
-		remaining = incoming_.total - incoming_.received;
-		valid = !(h.flags & kSlotCqData) && h.total == remaining &&
-			h.len == std::min<size_t>(remaining, kSlotPayload);
+	bool cq_data = (h.flags & kSlotCqData) != 0;
+	if (h.op < kOpMsg || h.op > kOpAck || (h.flags & ~kSlotKnownFlags) || h.reserved != 0 ||
+	    h.len > kSlotPayload || first == incoming_.active)
+		return false;
+	bool answer = h.op == kOpAck || h.op == kOpReadResp;
+	if (answer ? !known_status(h.status) : h.status != 0)
+		return false;
+	if (!first) {
+		// A continuation: same operation, exactly what it still needs, nothing else.
+		size_t remaining = incoming_.total - incoming_.received;
+		return h.op == incoming_.op && !cq_data && h.total == remaining &&
+		       h.len == std::min<size_t>(remaining, kSlotPayload) && h.id == 0 &&
+		       h.rma_key == 0 && h.rma_addr == 0 && h.cq_data == 0;
+	}
+	bool rma_fields = h.op == kOpWrite || h.op == kOpReadReq;
+	if (!rma_fields && (h.rma_key || h.rma_addr))
+		return false;
+	if (cq_data && h.op != kOpMsg && h.op != kOpWrite)
+		return false;
+	if (h.op == kOpMsg && h.id != 0)
+		return false;
+	if (h.total > kMaxMsgSize)
+		return false;
+	switch (h.op) {
+	case kOpReadReq:
+		return h.len == 0; // no payload: total is what is asked for
+	case kOpAck:
+		return h.len == 0 && h.total == 0;
+	default:
+		return h.len == std::min<uint64_t>(h.total, kSlotPayload);
+	}
+}
+
+bool ShmEndpoint::take_slot(const SlotHeader &h, const uint8_t *payload)
+{
+	bool valid = valid_slot(h);
+	bool first = (h.flags & kSlotFirst) != 0;
+	Pending *answered = nullptr;
+	if (valid && first && (h.op == kOpAck || h.op == kOpReadResp)) {
+		answered = pending_for(h.id, h.op == kOpReadResp);
+		// A read's data is exactly what was asked for; a refusal carries none.
+		valid = answered && (h.op == kOpAck ||
+				     h.total == (h.status == 0 ? answered->len : 0));
 	}
 	if (!valid) {
 		FI_WARN(&provider, FI_LOG_EP_DATA,
-			"peer %s wrote an invalid ring entry (op %u flags %#x len %u total %lu)\n",
-			peer_.text, h.op, h.flags, h.len, static_cast<unsigned long>(h.total));
+			"peer %s wrote an invalid ring entry (op %u flags %#x len %u total %lu "
+			"status %u)\n",
+			peer_.text, h.op, h.flags, h.len, static_cast<unsigned long>(h.total),
+			h.status);
 		// Tell the peer too: it must not wait on a ring nobody reads.
 		::shutdown(sock_, SHUT_RDWR);
 		connection_lost(-FI_EIO);
 		return false;
 	}
 	if (first) {
+		incoming_ = Incoming{};
 		incoming_.active = true;
-		incoming_.total = h.total;
-		incoming_.received = 0;
+		incoming_.op = h.op;
+		incoming_.total = h.op == kOpReadReq ? 0 : h.total;
 		incoming_.has_data = (h.flags & kSlotCqData) != 0;
 		incoming_.data = h.cq_data;
+		incoming_.id = h.id;
+		incoming_.pending = answered;
 	}
-	// Place what fits into the receive's buffers; the rest of a too long message is dropped.
-	RxEntry &r = rx_queue_.front();
-	size_t offset = incoming_.received;
-	size_t left = h.len;
-	const uint8_t *src = payload;
-	for (size_t i = 0; i < r.count && left; i++) {
-		if (offset >= r.iov[i].iov_len) {
-			offset -= r.iov[i].iov_len;
-			continue;
-		}
-		size_t n = std::min(left, r.iov[i].iov_len - offset);
-		memcpy(static_cast<uint8_t *>(r.iov[i].iov_base) + offset, src, n);
-		src += n;
-		left -= n;
-		offset = 0;
+	switch (h.op) {
+	case kOpMsg:
+		place_message(payload, h.len);
+		break;
+	case kOpWrite:
+		if (first)
+			start_write(h);
+		place_write(payload, h.len);
+		break;
+	case kOpReadReq:
+		answer_read(h);
+		break;
+	case kOpReadResp:
+		if (h.status && !incoming_.status)
+			incoming_.status = h.status; // refused, possibly half-way
+		place_read(payload, h.len);
+		break;
+	case kOpAck:
+		incoming_.status = h.status;
+		break;
 	}
 	incoming_.received += h.len;
 	if (incoming_.received == incoming_.total)
@@ -93,18 +164,52 @@ bool ShmEndpoint::take_slot(const SlotHeader &h, const uint8_t *payload)
 	return true;
 }
 
+void ShmEndpoint::place_message(const uint8_t *payload, size_t len)
+{
+	// Place what fits into the receive's buffers; the rest of a too long message is dropped.
+	RxEntry &r = rx_queue_.front();
+	size_t offset = incoming_.received;
+	const uint8_t *src = payload;
+	for (size_t i = 0; i < r.count && len; i++) {
+		if (offset >= r.iov[i].iov_len) {
+			offset -= r.iov[i].iov_len;
+			continue;
+		}
+		size_t n = std::min(len, r.iov[i].iov_len - offset);
+		memcpy(static_cast<uint8_t *>(r.iov[i].iov_base) + offset, src, n);
+		src += n;
+		len -= n;
+		offset = 0;
+	}
+}
+
 void ShmEndpoint::finish_incoming()
 {
-	RxEntry &r = rx_queue_.front();
-	uint64_t cq_flags = FI_RECV | FI_MSG | (incoming_.has_data ? FI_REMOTE_CQ_DATA : 0);
-	void *buf = r.count ? r.iov[0].iov_base : nullptr;
-	if (incoming_.total > r.capacity)
-		fail_rx(r.context, cq_flags, FI_ETRUNC, FI_ETRUNC, r.capacity, buf,
-			incoming_.total - r.capacity, incoming_.data);
-	else
-		complete_rx(r.flags, r.context, cq_flags, incoming_.total, buf, incoming_.data);
-	rx_queue_.pop();
+	Incoming done = incoming_;
 	incoming_ = Incoming{};
+	switch (done.op) {
+	case kOpMsg: {
+		RxEntry &r = rx_queue_.front();
+		uint64_t cq_flags = FI_RECV | FI_MSG | (done.has_data ? FI_REMOTE_CQ_DATA : 0);
+		void *buf = r.count ? r.iov[0].iov_base : nullptr;
+		if (done.total > r.capacity)
+			fail_rx(r.context, cq_flags, FI_ETRUNC, FI_ETRUNC, r.capacity, buf,
+				done.total - r.capacity, done.data);
+		else
+			complete_rx(r.flags, r.context, cq_flags, done.total, buf, done.data);
+		rx_queue_.pop();
+		break;
+	}
+	case kOpWrite:
+		finish_write(done);
+		break;
+	case kOpReadResp:
+	case kOpAck:
+		complete_pending(*done.pending, done.status);
+		break;
+	case kOpReadReq:
+		break; // answered when taken
+	}
 }
 
 } // namespace shm

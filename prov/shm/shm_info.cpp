@@ -59,11 +59,18 @@ void *dup_address(const ShmAddress &a)
 
 int mr_mode_for(const fi_info *hints)
 {
-	// No RMA yet: registrations only serve applications that register anyway. A legacy
-	// FI_MR_BASIC application gets what that mode means.
-	if (hints && hints->domain_attr && (hints->domain_attr->mr_mode & FI_MR_BASIC))
+	// As tcp: keys are chosen by the provider when the application allows it, otherwise the
+	// requested key is used; remote addresses are offsets into the region. A legacy
+	// FI_MR_BASIC application addresses remote memory by virtual address and reads provider
+	// keys: it gets exactly that (the MR map does both).
+	if (!hints || !hints->domain_attr)
+		return FI_MR_PROV_KEY;
+	int mode = hints->domain_attr->mr_mode;
+	if (mode & FI_MR_BASIC)
 		return FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	return 0;
+	if (mode == FI_MR_SCALABLE || mode == FI_MR_UNSPEC)
+		return 0;
+	return (mode & FI_MR_PROV_KEY) ? FI_MR_PROV_KEY : 0;
 }
 
 fi_progress progress_for(const fi_info *hints, bool data)
@@ -99,6 +106,7 @@ fi_info *make_info(uint32_t version, const ShmAddress &src, const ShmAddress *de
 	tx->inject_size = kSlotPayload;
 	tx->size = s.tx_size;
 	tx->iov_limit = kIovLimit;
+	tx->rma_iov_limit = kRmaIovLimit;
 	fi_rx_attr *rx = fi->rx_attr;
 	rx->caps = kRxCaps;
 	rx->msg_order = kMsgOrder;
@@ -110,6 +118,9 @@ fi_info *make_info(uint32_t version, const ShmAddress &src, const ShmAddress *de
 	ep->protocol = FI_PROTO_SHM;
 	ep->protocol_version = 1;
 	ep->max_msg_size = kMaxMsgSize;
+	ep->max_order_raw_size = kMaxMsgSize;
+	ep->max_order_war_size = 0;
+	ep->max_order_waw_size = kMaxMsgSize;
 	ep->tx_ctx_cnt = 1;
 	ep->rx_ctx_cnt = 1;
 	fi_domain_attr *dom = fi->domain_attr;

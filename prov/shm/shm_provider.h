@@ -24,6 +24,7 @@ void load_settings();
 inline constexpr uint32_t kProviderVersion = FI_VERSION(117, 0);
 inline constexpr size_t kMaxCmData = 256;  // FI_OPT_CM_DATA_SIZE
 inline constexpr size_t kIovLimit = 4;
+inline constexpr size_t kRmaIovLimit = 1; // one target segment per RMA operation
 inline constexpr size_t kMaxQueue = 1 << 16;
 // One message may span many ring slots; this only keeps sizes sane for applications.
 inline constexpr size_t kMaxMsgSize = size_t(1) << 30;

@@ -24,18 +24,30 @@ namespace shm {
 inline constexpr uint32_t kSlots = 64;
 inline constexpr size_t kSlotSize = 4096;
 
-// Written by the producer into each slot, before the payload.
+// Written by the producer into each slot, before the payload (one cache line).
 struct SlotHeader {
-	uint32_t op;       // kOpMsg
+	uint32_t op;       // kOp*
 	uint32_t flags;    // kSlotFirst, kSlotCqData
 	uint32_t len;      // payload bytes in this slot (<= kSlotPayload)
-	uint32_t reserved; // 0
-	uint64_t total;    // first slot: message length; later slots: bytes still to come
+	uint32_t status;   // kOpAck, kOpReadResp: the target's verdict (positive FI_E*), else 0
+	uint64_t total;    // first slot: bytes the operation carries (read request: bytes
+			   // asked for); later slots: bytes still to come
 	uint64_t cq_data;  // first slot with kSlotCqData
+	uint64_t id;       // RMA: the initiator's operation, echoed by the target's answer
+	uint64_t rma_key;  // kOpWrite, kOpReadReq (first slot): the target region's key
+	uint64_t rma_addr; // ... and the address (or offset) in it
+	uint64_t reserved; // 0
 };
+static_assert(sizeof(SlotHeader) == 64, "a slot header is one cache line");
 inline constexpr size_t kSlotPayload = kSlotSize - sizeof(SlotHeader);
 
-inline constexpr uint32_t kOpMsg = 1;
+// An operation takes one slot (requests, answers, short messages) or consecutive slots;
+// slots of two operations never interleave in a ring.
+inline constexpr uint32_t kOpMsg = 1;      // a message: completes a posted receive
+inline constexpr uint32_t kOpWrite = 2;    // RMA write: payload for the target's region
+inline constexpr uint32_t kOpReadReq = 3;  // RMA read request: no payload
+inline constexpr uint32_t kOpReadResp = 4; // the data of a read (or its refusal)
+inline constexpr uint32_t kOpAck = 5;      // the target's verdict on a write, no payload
 inline constexpr uint32_t kSlotFirst = 1u << 0;
 inline constexpr uint32_t kSlotCqData = 1u << 1;
 inline constexpr uint32_t kSlotKnownFlags = kSlotFirst | kSlotCqData;
@@ -54,7 +66,7 @@ struct Ring {
 };
 
 inline constexpr uint64_t kSegmentMagic = 0x316d68735f6966ull; // "fi_shm1"
-inline constexpr uint32_t kSegmentVersion = 1;
+inline constexpr uint32_t kSegmentVersion = 2; // 2: 64-byte slot headers, RMA
 
 struct SegmentLayout {
 	uint64_t magic;

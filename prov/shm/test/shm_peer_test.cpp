@@ -14,6 +14,7 @@
 
 #include <cstring>
 #include <memory>
+#include <vector>
 
 namespace {
 
@@ -59,6 +60,15 @@ struct RawPeer {
 		uint64_t head = ring().control.head.load();
 		memcpy(ring().slots[head % shm::kSlots], &h, sizeof(h));
 		ring().control.head.store(head + head_advance);
+	}
+	// Writes one slot exactly as given (header and payload) and publishes it.
+	void put(const shm::SlotHeader &h, const void *payload = nullptr)
+	{
+		uint64_t head = ring().control.head.load();
+		memcpy(ring().slots[head % shm::kSlots], &h, sizeof(h));
+		if (payload)
+			memcpy(ring().slots[head % shm::kSlots] + sizeof(h), payload, h.len);
+		ring().control.head.store(head + 1);
 	}
 };
 
@@ -177,6 +187,103 @@ TEST_F(ShmForged, AValidEntryIsDelivered)
 	ASSERT_EQ(1, p.wait_cq(p.server_cq, &e));
 	EXPECT_EQ(3u, e.len);
 	EXPECT_STREQ("ok", buf);
+}
+
+TEST_F(ShmForged, AnAckForNoOperation)
+{
+	shm::SlotHeader h{};
+	h.op = shm::kOpAck;
+	h.flags = shm::kSlotFirst;
+	h.id = 0; // the first pending entry's id, but nothing was ever sent
+	peer.put(h);
+	expect_failed();
+}
+
+TEST_F(ShmForged, AReadResponseForNoOperation)
+{
+	shm::SlotHeader h{};
+	h.op = shm::kOpReadResp;
+	h.flags = shm::kSlotFirst;
+	h.len = 3;
+	h.total = 3;
+	h.id = 7;
+	peer.put(h, "abc");
+	expect_failed();
+}
+
+TEST_F(ShmForged, AReadRequestWithPayload)
+{
+	shm::SlotHeader h{};
+	h.op = shm::kOpReadReq;
+	h.flags = shm::kSlotFirst;
+	h.len = 3; // a request carries none
+	h.total = 3;
+	peer.put(h, "abc");
+	expect_failed();
+}
+
+TEST_F(ShmForged, AStatusOnARequest)
+{
+	shm::SlotHeader h{};
+	h.op = shm::kOpWrite;
+	h.flags = shm::kSlotFirst;
+	h.len = 1;
+	h.total = 1;
+	h.status = FI_EINVAL; // only answers carry one
+	peer.put(h, "x");
+	expect_failed();
+}
+
+// A forged peer's RMA into memory it was not given is answered with a refusal: nothing is
+// written, nothing is read, the connection stays (a refused request is not a protocol error).
+TEST_F(ShmForged, RmaOutsideRegisteredMemoryIsRefused)
+{
+	std::vector<uint8_t> region(4096, 0);
+	fid_mr *mr = nullptr;
+	ASSERT_EQ(0, fi_mr_reg(p.domain, region.data(), region.size(), FI_REMOTE_READ, 0, 5, 0,
+			       &mr, nullptr));
+	uint64_t key = fi_mr_key(mr);
+	shm::SlotHeader h{};
+	h.op = shm::kOpWrite; // a region without FI_REMOTE_WRITE
+	h.flags = shm::kSlotFirst;
+	h.len = 4;
+	h.total = 4;
+	h.id = 41;
+	h.rma_key = key;
+	peer.put(h, "evil");
+	h = shm::SlotHeader{};
+	h.op = shm::kOpReadReq; // beyond the region
+	h.flags = shm::kSlotFirst;
+	h.total = 64;
+	h.id = 42;
+	h.rma_key = key;
+	h.rma_addr = 4096 - 32;
+	peer.put(h);
+	EXPECT_TRUE(p.cq_stays_empty(p.server_cq, 50)); // progresses the server meanwhile
+	shm::Ring &back = peer.segment->layout().rings[1];
+	ASSERT_EQ(2u, back.control.head.load());
+	shm::SlotHeader a, r;
+	memcpy(&a, back.slots[0], sizeof(a));
+	memcpy(&r, back.slots[1], sizeof(r));
+	EXPECT_EQ(shm::kOpAck, a.op);
+	EXPECT_EQ(41u, a.id);
+	EXPECT_EQ(uint32_t(FI_EACCES), a.status);
+	EXPECT_EQ(shm::kOpReadResp, r.op);
+	EXPECT_EQ(42u, r.id);
+	EXPECT_EQ(uint32_t(FI_EINVAL), r.status);
+	EXPECT_EQ(0u, r.total);
+	EXPECT_EQ(std::vector<uint8_t>(4096, 0), region);
+	// Still connected: a message from the peer is delivered.
+	h = shm::SlotHeader{};
+	h.op = shm::kOpMsg;
+	h.flags = shm::kSlotFirst;
+	h.len = 3;
+	h.total = 3;
+	peer.put(h, "ok");
+	fi_cq_data_entry e;
+	ASSERT_EQ(1, p.wait_cq(p.server_cq, &e));
+	EXPECT_STREQ("ok", buf);
+	fi_close(&mr->fid);
 }
 
 // A process of another user reaches the listener's socket but is dropped before any

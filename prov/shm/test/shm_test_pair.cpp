@@ -54,7 +54,7 @@ bool ShmPair::open(fi_wait_obj cq_wait, fi_progress progress)
 {
 	hints = fi_allocinfo();
 	hints->ep_attr->type = FI_EP_MSG;
-	hints->caps = FI_MSG;
+	hints->caps = caps;
 	hints->fabric_attr->prov_name = strdup("shm");
 	hints->domain_attr->mr_mode = mr_mode;
 	hints->domain_attr->data_progress = progress;

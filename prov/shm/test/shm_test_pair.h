@@ -66,6 +66,7 @@ public:
 	// What open() asks fi_getinfo for (set them before open()).
 	uint32_t version = FI_VERSION(1, 17);
 	int mr_mode = 0;
+	uint64_t caps = FI_MSG;
 	// Runs on each new client endpoint before fi_enable (set it before open()).
 	std::function<void(fid_ep *)> before_client_enable;
 	std::vector<uint8_t> listen_addr;

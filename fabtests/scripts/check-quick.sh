@@ -6,6 +6,9 @@ set -u
 : "${top_builddir:?run from make check (top_builddir unset)}"
 here=$(cd "$(dirname "$0")" && pwd)
 providers=${FABTESTS_CHECK_PROVIDERS:-"tcp,tcp;ofi_rxm,shm,shm;ofi_rxm"}
+# shm runs the RMA programs (fi_rma, fi_rma_bad_key, fi_rma_bw) itself, and under shm;ofi_rxm
+# every message above rxm's SAR limit (fi_bw -S ...1048576) is a rendezvous through shm's
+# fi_read: rxm offers its process_vm_readv rendezvous only over byte-stream cores.
 # A port range of our own per run, so concurrent make check runs rarely collide.
 port_base=$((22200 + ($$ % 300) * 2))
 

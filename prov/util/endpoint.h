@@ -123,6 +123,10 @@ protected:
 	// nor a counter bound cannot be enabled. The check of the default enable(), for
 	// overrides that do more before they succeed.
 	bool has_completion_target() const noexcept;
+	// For providers whose connection calls enable the endpoint themselves (verbs'
+	// fi_connect and fi_accept create the queue pair): records what FI_ENABLE would, so
+	// later binds are refused as after fi_enable.
+	void mark_enabled() noexcept { enabled_ = true; }
 	// FI_OPT_MIN_MULTI_RECV before the application sets it (0 unless the provider says).
 	void set_min_multi_recv(size_t bytes) noexcept { min_multi_recv_ = bytes; }
 

@@ -137,14 +137,18 @@ int VerbsDomain::srx_context(struct fi_rx_attr *attr, struct fid_ep **srx, void 
 
 int VerbsDomain::endpoint(struct fi_info *info, struct fid_ep **ep, void *context)
 {
-	return VerbsEndpoint::open(this, info, ep, context);
+	if (!info || !ep)
+		return -FI_EINVAL;
+	auto object = std::make_unique<VerbsEndpoint>(*this, info, context);
+	*ep = object.release()->ep_fid();
+	return 0;
 }
 
 int VerbsDomain::endpoint2(struct fi_info *info, struct fid_ep **ep, uint64_t flags, void *context)
 {
 	if (flags)
 		return -FI_EBADFLAGS;
-	return VerbsEndpoint::open(this, info, ep, context);
+	return endpoint(info, ep, context);
 }
 
 int VerbsDomain::mr_reg(const void *buf, size_t len, uint64_t access, uint64_t offset,

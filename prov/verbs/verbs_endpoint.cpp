@@ -13,6 +13,7 @@
 #include "prov/verbs/verbs_pep.h"
 #include "prov/verbs/verbs_provider.h"
 #include "prov/verbs/verbs_srx.h"
+#include "prov/util/error.h"
 #include "prov/util/ops_tables.h"
 
 namespace verbs {
@@ -61,79 +62,60 @@ UTIL_ASSERT_IMPLEMENTED(util::make_rma_ops<Ep>().inject);
 UTIL_ASSERT_IMPLEMENTED(util::make_rma_ops<Ep>().writedata);
 UTIL_ASSERT_IMPLEMENTED(util::make_rma_ops<Ep>().injectdata);
 
-VerbsEndpoint::VerbsEndpoint(VerbsDomain *domain, size_t tx_size, size_t rx_size, void *context)
-	: util::FidObject(embedded_fid, FI_CLASS_EP, context), domain_(domain), tx_size_(tx_size),
-	  rx_size_(rx_size), tx_pool_(tx_size, this, false), rx_pool_(rx_size, this, true)
+VerbsEndpoint::VerbsEndpoint(VerbsDomain &domain, struct fi_info *info, void *context)
+	: util::Endpoint(domain, info, context),
+	  tx_size_(clamp_size(info->tx_attr ? info->tx_attr->size : 0, params().tx_size,
+			      static_cast<size_t>(domain.device_attr().max_qp_wr))),
+	  rx_size_(clamp_size(info->rx_attr ? info->rx_attr->size : 0, params().rx_size,
+			      static_cast<size_t>(domain.device_attr().max_qp_wr))),
+	  tx_pool_(tx_size_, this, false), rx_pool_(rx_size_, this, true)
 {
-	fid_ep &pub = embedded_fid.pub;
-	pub.fid.ops = util::ops_ptr<Ep, util::make_fi_ops<Ep>>();
-	pub.ops = util::ops_ptr<Ep, util::make_ep_ops<Ep>>();
-	pub.cm = util::ops_ptr<Ep, util::make_cm_ops<Ep>>();
-	pub.msg = util::ops_ptr<Ep, util::make_msg_ops<Ep>>();
-	pub.rma = util::ops_ptr<Ep, util::make_rma_ops<Ep>>();
-	pub.tagged = util::ops_ptr<Ep, util::make_tagged_ops<Ep>>();
-	pub.atomic = util::ops_ptr<Ep, util::make_atomic_ops<Ep>>();
-	pub.collective = util::ops_ptr<Ep, util::make_collective_ops<Ep>>();
-	pending_recvs_.reserve(rx_size);
-}
-
-int VerbsEndpoint::open(VerbsDomain *domain, struct fi_info *info, struct fid_ep **ep,
-			void *context)
-{
-	if (!info || !ep)
-		return -FI_EINVAL;
 	if (info->ep_attr && info->ep_attr->type != FI_EP_MSG && info->ep_attr->type != FI_EP_UNSPEC)
-		return -FI_EINVAL;
+		throw util::Error(-FI_EINVAL);
 	VerbsConnRequest *request = nullptr;
 	if (info->handle) {
 		request = util::fid_cast<VerbsConnRequest>(info->handle, FI_CLASS_CONNREQ);
 		if (!request)
-			return -FI_EINVAL;
+			throw util::Error(-FI_EINVAL);
 	}
-	const struct ibv_device_attr &dev = domain->device_attr();
 	const Params &p = params();
-	size_t tx_size = clamp_size(info->tx_attr ? info->tx_attr->size : 0, p.tx_size,
-				    static_cast<size_t>(dev.max_qp_wr));
-	size_t rx_size = clamp_size(info->rx_attr ? info->rx_attr->size : 0, p.rx_size,
-				    static_cast<size_t>(dev.max_qp_wr));
-	auto *self = new VerbsEndpoint(domain, tx_size, rx_size, context);
-	size_t max_sge = std::min(kMaxSge, static_cast<size_t>(dev.max_sge));
-	self->tx_iov_limit_ = clamp_size(info->tx_attr ? info->tx_attr->iov_limit : 0,
-					 p.tx_iov_limit, max_sge);
-	self->rx_iov_limit_ = clamp_size(info->rx_attr ? info->rx_attr->iov_limit : 0,
-					 p.rx_iov_limit, max_sge);
-	self->inject_size_ = info->tx_attr ? info->tx_attr->inject_size : 0;
-	self->tx_op_flags_ = info->tx_attr ? info->tx_attr->op_flags : 0;
-	self->rx_op_flags_ = info->rx_attr ? info->rx_attr->op_flags : 0;
-	self->max_msg_size_ = info->ep_attr && info->ep_attr->max_msg_size
-				      ? info->ep_attr->max_msg_size
-				      : (1ULL << 31);
-	self->rx_cq_data_mode_ = (info->mode & FI_RX_CQ_DATA) ||
-				 (info->rx_attr && (info->rx_attr->mode & FI_RX_CQ_DATA));
-	self->info_ = fi_dupinfo(info);
-	if (!self->info_) {
-		delete self;
-		return -FI_ENOMEM;
+	size_t max_sge = std::min(kMaxSge, static_cast<size_t>(domain.device_attr().max_sge));
+	tx_iov_limit_ = clamp_size(info->tx_attr ? info->tx_attr->iov_limit : 0, p.tx_iov_limit,
+				   max_sge);
+	rx_iov_limit_ = clamp_size(info->rx_attr ? info->rx_attr->iov_limit : 0, p.rx_iov_limit,
+				   max_sge);
+	inject_size_ = info->tx_attr ? info->tx_attr->inject_size : 0;
+	max_msg_size_ = info->ep_attr && info->ep_attr->max_msg_size ? info->ep_attr->max_msg_size
+								     : (1ULL << 31);
+	rx_cq_data_mode_ = (info->mode & FI_RX_CQ_DATA) ||
+			   (info->rx_attr && (info->rx_attr->mode & FI_RX_CQ_DATA));
+	info_.reset(fi_dupinfo(info));
+	if (!info_)
+		throw util::Error(-FI_ENOMEM);
+	pending_recvs_.reserve(rx_size_);
+	// Last: from here on the id is ours, and nothing after it throws but the device check.
+	if (request)
+		take_connection_request(info, *request);
+	install_ops<VerbsEndpoint>();
+}
+
+void VerbsEndpoint::take_connection_request(struct fi_info *info, VerbsConnRequest &request)
+{
+	connreq_responder_resources_ = request.responder_resources();
+	connreq_initiator_depth_ = request.initiator_depth();
+	struct rdma_cm_id *id = request.take_id(); // frees the request: the handle goes too
+	info_->handle = nullptr;
+	info->handle = nullptr;
+	if (id->verbs != verbs_domain().context()) {
+		// The destructor will not run for a constructor that throws: the id goes here.
+		VERBS_WARN(FI_LOG_EP_CTRL, "connection request arrived on another device\n");
+		rdma_reject(id, nullptr, 0);
+		rdma_destroy_id(id);
+		throw util::Error(-FI_EINVAL);
 	}
-	if (request) {
-		// The request's CM id becomes this endpoint's; it must be on this domain's device.
-		self->connreq_responder_resources_ = request->responder_resources();
-		self->connreq_initiator_depth_ = request->initiator_depth();
-		self->id_ = request->take_id();
-		self->connreq_taken_ = true;
-		self->id_->context = static_cast<CmEventTarget *>(self);
-		self->info_->handle = nullptr;
-		info->handle = nullptr;
-		if (self->id_->verbs != domain->context()) {
-			VERBS_WARN(FI_LOG_EP_CTRL, "connection request arrived on another device\n");
-			rdma_reject(self->id_, nullptr, 0);
-			delete self;
-			return -FI_EINVAL;
-		}
-	}
-	domain->ref();
-	*ep = &self->embedded_fid.pub;
-	return 0;
+	id_ = id;
+	id_->context = static_cast<CmEventTarget *>(this);
+	connreq_taken_ = true;
 }
 
 VerbsEndpoint::~VerbsEndpoint()
@@ -143,7 +125,6 @@ VerbsEndpoint::~VerbsEndpoint()
 			rdma_destroy_qp(id_);
 		rdma_destroy_id(id_);
 	}
-	fi_freeinfo(info_);
 }
 
 void VerbsEndpoint::release_request(VerbsRequest *request)
@@ -166,16 +147,18 @@ void VerbsEndpoint::drain_outstanding_requests()
 	auto deadline = std::chrono::steady_clock::now() + kDrainTimeout;
 	while (tx_pool_.in_use() + rx_pool_.in_use() > 0 &&
 	       std::chrono::steady_clock::now() < deadline) {
-		if (tx_cq_)
-			tx_cq_->poll_device();
-		if (rx_cq_ && rx_cq_ != tx_cq_)
-			rx_cq_->poll_device();
+		if (VerbsCompletionQueue *tx = verbs_tx_cq())
+			tx->poll_device();
+		if (VerbsCompletionQueue *rx = verbs_rx_cq(); rx && rx != verbs_tx_cq())
+			rx->poll_device();
 		std::this_thread::yield();
 	}
 }
 
 int VerbsEndpoint::close()
 {
+	if (busy())
+		return -FI_EBUSY;
 	closing_ = true;
 	// A CM event being handled now finishes before we take lock_; later ones see closing_.
 	VerbsEventQueue *deferred_eq = nullptr;
@@ -195,115 +178,90 @@ int VerbsEndpoint::close()
 			rdma_reject(id_, nullptr, 0);
 		drain_outstanding_requests();
 	}
-	if (tx_pool_.in_use() + rx_pool_.in_use() > 0) {
-		// Completions still owed by the device may name this endpoint's slots: keep the
-		// memory rather than risk a use after free.
-		VERBS_WARN(FI_LOG_EP_CTRL, "endpoint closed with unflushed requests; leaking it\n");
-		if (id_) {
-			if (id_->qp)
-				rdma_destroy_qp(id_);
-			rdma_destroy_id(id_);
-			id_ = nullptr;
-		}
-	}
-	if (tx_cq_)
-		tx_cq_->unref();
-	if (rx_cq_)
-		rx_cq_->unref();
-	if (eq_)
-		eq_->unref();
-	if (srx_)
+	if (srx_) {
 		srx_->unref();
-	domain_->unref();
-	// The object may have to outlive this call (above): refuse the fid from now on either way.
-	retire_fid();
+		srx_ = nullptr;
+	}
 	if (tx_pool_.in_use() + rx_pool_.in_use() == 0)
-		delete this;
+		return util::Endpoint::close(); // deletes this; util releases the bindings
+	// Completions still owed by the device may name this endpoint's slots: keep the memory
+	// rather than risk a use after free. Nothing will delete it, so what its destruction
+	// would release goes now, and the fid is refused from here on.
+	VERBS_WARN(FI_LOG_EP_CTRL, "endpoint closed with unflushed requests; leaking it\n");
+	if (id_) {
+		if (id_->qp)
+			rdma_destroy_qp(id_);
+		rdma_destroy_id(id_);
+		id_ = nullptr;
+	}
+	unbind_all();
+	domain().unref();
+	retire_fid();
 	return 0;
 }
 
 int VerbsEndpoint::bind(struct fid *bfid, uint64_t flags)
 {
-	std::lock_guard<std::mutex> guard(lock_);
-	if (enabled_)
-		return -FI_EOPBADSTATE;
-	if (auto *eq = util::fid_cast<VerbsEventQueue>(bfid, FI_CLASS_EQ)) {
-		if (eq_)
-			return -FI_EINVAL;
-		// An accepted id still delivers its events to the listener's channel.
-		if (id_ && id_->channel != eq->channel() && rdma_migrate_id(id_, eq->channel()))
-			return -errno;
-		eq_ = eq;
-		eq_->ref();
-		return 0;
-	}
-	if (auto *cq = util::fid_cast<VerbsCompletionQueue>(bfid, FI_CLASS_CQ)) {
-		constexpr uint64_t kCqBindFlags = FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION;
-		if ((flags & ~kCqBindFlags) || !(flags & (FI_TRANSMIT | FI_RECV)))
-			return -FI_EBADFLAGS;
-		if (((flags & FI_TRANSMIT) && tx_cq_) || ((flags & FI_RECV) && rx_cq_))
-			return -FI_EINVAL;
-		if (flags & FI_TRANSMIT) {
-			tx_cq_ = cq;
-			tx_selective_ = flags & FI_SELECTIVE_COMPLETION;
-			cq->ref();
-		}
-		if (flags & FI_RECV) {
-			rx_cq_ = cq;
-			rx_selective_ = flags & FI_SELECTIVE_COMPLETION;
-			cq->ref();
-		}
-		return 0;
-	}
-	if (auto *srx = util::fid_cast<VerbsSharedRx>(bfid, FI_CLASS_SRX_CTX)) {
-		if (srx_ || srx->domain() != domain_ || !pending_recvs_.empty())
-			return -FI_EINVAL;
-		srx_ = srx;
-		srx_->ref();
-		return 0;
-	}
 	if (!bfid)
 		return -FI_EINVAL;
-	return -FI_ENOSYS; // counters, AVs and shared transmit contexts are not supported
-}
-
-int VerbsEndpoint::control(int command, void *arg)
-{
-	switch (command) {
-	case FI_ENABLE: {
-		std::lock_guard<std::mutex> guard(lock_);
-		return enable_locked();
-	}
-	case FI_GETOPSFLAG:
-	case FI_SETOPSFLAG: {
-		if (!arg)
+	std::lock_guard<std::mutex> guard(lock_);
+	if (enabled())
+		return -FI_EOPBADSTATE;
+	switch (bfid->fclass) {
+	case FI_CLASS_SRX_CTX:
+		return bind_shared_rx(bfid);
+	// The QP is made on verbs' ibv CQs and the CM id on verbs' rdma_cm channel.
+	case FI_CLASS_EQ:
+		if (!util::fid_cast<VerbsEventQueue>(bfid, FI_CLASS_EQ))
 			return -FI_EINVAL;
-		uint64_t *flags = static_cast<uint64_t *>(arg);
-		bool tx = *flags & FI_TRANSMIT, rx = *flags & FI_RECV;
-		if (tx == rx)
+		break;
+	case FI_CLASS_CQ:
+		if (!util::fid_cast<VerbsCompletionQueue>(bfid, FI_CLASS_CQ))
 			return -FI_EINVAL;
-		uint64_t &target = tx ? tx_op_flags_ : rx_op_flags_;
-		if (command == FI_GETOPSFLAG)
-			*flags = target | (tx ? FI_TRANSMIT : FI_RECV);
-		else
-			target = *flags & ~static_cast<uint64_t>(FI_TRANSMIT | FI_RECV);
-		return 0;
-	}
+		break;
 	default:
+		// Counters, address vectors, shared transmit contexts, memory regions: verbs
+		// has none of them to offer an endpoint.
 		return -FI_ENOSYS;
 	}
+	return util::Endpoint::bind(bfid, flags);
 }
 
+int VerbsEndpoint::bind_shared_rx(struct fid *bfid)
+{
+	auto *srx = util::fid_cast<VerbsSharedRx>(bfid, FI_CLASS_SRX_CTX);
+	if (!srx || srx_ || srx->domain() != &verbs_domain() || !pending_recvs_.empty())
+		return -FI_EINVAL;
+	srx_ = srx;
+	srx_->ref();
+	return 0;
+}
+
+int VerbsEndpoint::enable()
+{
+	std::lock_guard<std::mutex> guard(lock_);
+	return enable_locked();
+}
+
+// Also reached from fi_connect and fi_accept, which enable the endpoint themselves.
 int VerbsEndpoint::enable_locked()
 {
-	if (enabled_)
+	if (enabled())
 		return 0;
-	if (!tx_cq_ && !rx_cq_)
+	if (!has_completion_target())
 		return -FI_ENOCQ;
-	enabled_ = true;
-	// A passive-side endpoint already has its id on the device: make the QP now, so
-	// receives can be posted before fi_accept. The active side waits for the route.
-	return id_ ? create_qp_locked() : 0;
+	if (id_) {
+		// An accepted id still delivers its events to the listener's channel.
+		VerbsEventQueue *eq = verbs_eq();
+		if (eq && id_->channel != eq->channel() && rdma_migrate_id(id_, eq->channel()))
+			return errno ? -errno : -FI_EOTHER;
+		// A passive-side endpoint already has its id on the device: make the QP now, so
+		// receives can be posted before fi_accept. The active side waits for the route.
+		if (int ret = create_qp_locked())
+			return ret;
+	}
+	mark_enabled();
+	return 0;
 }
 
 int VerbsEndpoint::create_qp_locked()
@@ -311,8 +269,9 @@ int VerbsEndpoint::create_qp_locked()
 	if (qp_)
 		return 0;
 	struct ibv_qp_init_attr attr {};
-	attr.send_cq = (tx_cq_ ? tx_cq_ : rx_cq_)->ibv_cq();
-	attr.recv_cq = (rx_cq_ ? rx_cq_ : tx_cq_)->ibv_cq();
+	VerbsCompletionQueue *tx_cq = verbs_tx_cq(), *rx_cq = verbs_rx_cq();
+	attr.send_cq = (tx_cq ? tx_cq : rx_cq)->ibv_cq();
+	attr.recv_cq = (rx_cq ? rx_cq : tx_cq)->ibv_cq();
 	attr.qp_type = IBV_QPT_RC;
 	attr.sq_sig_all = 0;
 	attr.cap.max_send_wr = static_cast<uint32_t>(tx_size_);
@@ -324,7 +283,7 @@ int VerbsEndpoint::create_qp_locked()
 		attr.cap.max_recv_sge = static_cast<uint32_t>(rx_iov_limit_);
 	}
 	attr.cap.max_inline_data = static_cast<uint32_t>(inject_size_);
-	if (rdma_create_qp(id_, domain_->pd(), &attr)) {
+	if (rdma_create_qp(id_, verbs_domain().pd(), &attr)) {
 		int err = errno;
 		VERBS_WARN(FI_LOG_EP_CTRL, "rdma_create_qp failed: %s\n", strerror(err));
 		return err ? -err : -FI_EOTHER;
@@ -353,19 +312,25 @@ void VerbsEndpoint::post_pending_recvs_locked()
 
 int VerbsEndpoint::getopt(int level, int optname, void *optval, size_t *optlen)
 {
-	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_CM_DATA_SIZE)
+	if (level == FI_OPT_ENDPOINT && optname == FI_OPT_CM_DATA_SIZE) {
+		if (!optval || !optlen || *optlen < sizeof(size_t))
+			return -FI_ETOOSMALL;
+		*static_cast<size_t *>(optval) = kCmDataMax;
+		*optlen = sizeof(size_t);
+		return 0;
+	}
+	// Verbs takes no multi-receive buffers (FI_MULTI_RECV is refused), so it has no
+	// threshold for them to report or set.
+	if (level == FI_OPT_ENDPOINT && optname == FI_OPT_MIN_MULTI_RECV)
 		return -FI_ENOPROTOOPT;
-	if (!optval || !optlen || *optlen < sizeof(size_t))
-		return -FI_ETOOSMALL;
-	*static_cast<size_t *>(optval) = kCmDataMax;
-	*optlen = sizeof(size_t);
-	return 0;
+	return util::Endpoint::getopt(level, optname, optval, optlen);
 }
 
 int VerbsEndpoint::setopt(int level, int optname, const void *optval, size_t optlen)
 {
-	(void)level, (void)optname, (void)optval, (void)optlen;
-	return -FI_ENOPROTOOPT;
+	if (level == FI_OPT_ENDPOINT && optname == FI_OPT_MIN_MULTI_RECV)
+		return -FI_ENOPROTOOPT;
+	return util::Endpoint::setopt(level, optname, optval, optlen);
 }
 
 ssize_t VerbsEndpoint::rx_size_left()

@@ -19,26 +19,32 @@
 #include <rdma/fi_tagged.h>
 #include <rdma/rdma_cma.h>
 
+#include "prov/verbs/verbs_cq.h"
+#include "prov/verbs/verbs_domain.h"
 #include "prov/verbs/verbs_eq.h"
 #include "prov/verbs/verbs_request.h"
-#include "prov/util/fid_object.h"
+#include "prov/util/endpoint.h"
 
 struct ofi_flow_ctrl_ops;
 
 namespace verbs {
 
-class VerbsDomain;
-class VerbsCompletionQueue;
+class VerbsConnRequest;
 
 class VerbsSharedRx;
 
-// Holds a reference on its domain and on the EQ, CQs and shared receive context it is bound
-// to. Tagged, atomic and collective entries (not defined here) return -FI_ENOSYS.
-class VerbsEndpoint : public util::FidStorage<fid_ep>, public util::FidObject,
-		      public CmEventTarget, public RequestOwner {
+// A util::Endpoint: util binds the EQ and CQs (with FI_SELECTIVE_COMPLETION), runs FI_ENABLE
+// and FI_GETOPSFLAG/FI_SETOPSFLAG, holds the references and answers the generic options.
+// Verbs adds the shared receive context binding, the queue pair and rdma_cm id, its own
+// option (FI_OPT_CM_DATA_SIZE) and the data path. Successful completions are reported by
+// the CQ's poll as the request slot says (decided at post time by util's selective-completion
+// rule). Tagged, atomic and collective entries (not defined here) return -FI_ENOSYS.
+class VerbsEndpoint : public util::Endpoint, public CmEventTarget, public RequestOwner {
 public:
-	static int open(VerbsDomain *domain, struct fi_info *info, struct fid_ep **ep,
-			void *context);
+	// 'info' must be non-null (the domain checks). An info from FI_CONNREQ gives its
+	// request's CM id to the endpoint. Throws util::Error.
+	VerbsEndpoint(VerbsDomain &domain, struct fi_info *info, void *context);
+	~VerbsEndpoint() override;
 
 	// Completions of a closing endpoint are dropped instead of reported.
 	bool closing() const override { return closing_.load(); }
@@ -53,11 +59,12 @@ public:
 	int flow_ctrl_add_credits(uint64_t credits);
 	ssize_t flow_ctrl_credits();
 
-	// fi_ops
+	// fi_ops (control is util's; FI_ENABLE comes to enable())
 	int close() override;
+	// Adds shared receive contexts to util's bind; refuses counters and AVs (-FI_ENOSYS).
 	int bind(struct fid *bfid, uint64_t flags);
-	int control(int command, void *arg);
-	// fi_ops_ep
+	int enable() override;
+	// fi_ops_ep (FI_OPT_CM_DATA_SIZE here, the rest util's)
 	int getopt(int level, int optname, void *optval, size_t *optlen);
 	int setopt(int level, int optname, const void *optval, size_t optlen);
 	ssize_t rx_size_left();
@@ -118,8 +125,23 @@ private:
 		uint64_t comp_flags = 0;    // flags of the completion entry
 	};
 
-	VerbsEndpoint(VerbsDomain *domain, size_t tx_size, size_t rx_size, void *context);
-	~VerbsEndpoint() override;
+	struct InfoDeleter {
+		void operator()(struct fi_info *info) const { fi_freeinfo(info); }
+	};
+
+	VerbsDomain &verbs_domain() noexcept { return static_cast<VerbsDomain &>(domain()); }
+	// The bound CQs and EQ are verbs' own: bind accepts no others.
+	VerbsCompletionQueue *verbs_tx_cq() const noexcept
+	{
+		return static_cast<VerbsCompletionQueue *>(tx_cq());
+	}
+	VerbsCompletionQueue *verbs_rx_cq() const noexcept
+	{
+		return static_cast<VerbsCompletionQueue *>(rx_cq());
+	}
+	VerbsEventQueue *verbs_eq() const noexcept { return static_cast<VerbsEventQueue *>(eq()); }
+	void take_connection_request(struct fi_info *info, VerbsConnRequest &request);
+	int bind_shared_rx(struct fid *bfid);
 	int enable_locked();
 	int create_qp_locked();
 	void post_pending_recvs_locked();
@@ -132,18 +154,11 @@ private:
 	ssize_t post_recv(const struct iovec *iov, void **desc, size_t count, void *context,
 			  uint64_t flags);
 	ssize_t post_send(const SendRequest &request);
-	int lkey_for(const struct iovec &iov, void *desc, uint32_t *lkey) const;
+	int lkey_for(const struct iovec &iov, void *desc, uint32_t *lkey);
 
-	VerbsDomain *domain_;
-	struct fi_info *info_ = nullptr;
-	VerbsEventQueue *eq_ = nullptr;
-	VerbsCompletionQueue *tx_cq_ = nullptr;
-	VerbsCompletionQueue *rx_cq_ = nullptr;
+	// Addresses for fi_setname/fi_getname/fi_connect (src_addr, dest_addr).
+	std::unique_ptr<struct fi_info, InfoDeleter> info_;
 	VerbsSharedRx *srx_ = nullptr;  // receives come from its SRQ instead of rx_pool_
-	bool tx_selective_ = false;
-	bool rx_selective_ = false;
-	uint64_t tx_op_flags_ = 0;
-	uint64_t rx_op_flags_ = 0;
 	size_t tx_size_;
 	size_t rx_size_;
 	size_t tx_iov_limit_ = 1;
@@ -164,7 +179,6 @@ private:
 	std::mutex lock_;           // CM state, the id, the QP and the pending receives
 	std::atomic<State> state_{State::Idle};
 	std::atomic<bool> closing_{false};
-	bool enabled_ = false;
 	bool shutdown_reported_ = false;
 	// The peer disconnected while sends were in flight: the answer (which flushes the QP)
 	// waits until they complete or disconnect_due_ passes. See on_cm_event.

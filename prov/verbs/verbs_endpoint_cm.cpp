@@ -87,14 +87,14 @@ int VerbsEndpoint::connect(const void *addr, const void *param, size_t paramlen)
 		return -FI_EINVAL;
 
 	std::lock_guard<std::mutex> guard(lock_);
-	if (!eq_)
+	if (!eq())
 		return -FI_ENOEQ;
 	if (state_ != State::Idle || id_)
 		return -FI_EOPBADSTATE;
 	if (int ret = enable_locked())
 		return ret;
 	connect_data_ = std::move(*wire);
-	if (rdma_create_id(eq_->channel(), &id_, static_cast<CmEventTarget *>(this), RDMA_PS_TCP))
+	if (rdma_create_id(verbs_eq()->channel(), &id_, static_cast<CmEventTarget *>(this), RDMA_PS_TCP))
 		return -errno;
 	auto *src = static_cast<struct sockaddr *>(info_->src_addr);
 	if (rdma_resolve_addr(id_, src, reinterpret_cast<struct sockaddr *>(&dest), kResolveTimeoutMs)) {
@@ -116,11 +116,11 @@ int VerbsEndpoint::accept(const void *param, size_t paramlen)
 	std::lock_guard<std::mutex> guard(lock_);
 	if (!id_ || state_ != State::Idle)
 		return -FI_EOPBADSTATE;
-	if (!eq_)
+	if (!eq())
 		return -FI_ENOEQ;
 	if (int ret = enable_locked())
 		return ret;
-	const struct ibv_device_attr &dev = domain_->device_attr();
+	const struct ibv_device_attr &dev = verbs_domain().device_attr();
 	struct rdma_conn_param conn {};
 	conn.private_data = wire->data();
 	conn.private_data_len = static_cast<uint8_t>(wire->size());
@@ -161,7 +161,7 @@ void VerbsEndpoint::fail_connection_locked(VerbsEventQueue &eq, int err, int pro
 
 void VerbsEndpoint::on_route_resolved_locked(VerbsEventQueue &eq)
 {
-	if (id_->verbs != domain_->context()) {
+	if (id_->verbs != verbs_domain().context()) {
 		VERBS_WARN(FI_LOG_EP_CTRL, "the route leaves through another RDMA device\n");
 		fail_connection_locked(eq, FI_EHOSTUNREACH, 0);
 		return;
@@ -170,7 +170,7 @@ void VerbsEndpoint::on_route_resolved_locked(VerbsEventQueue &eq)
 		fail_connection_locked(eq, -ret, 0);
 		return;
 	}
-	const struct ibv_device_attr &dev = domain_->device_attr();
+	const struct ibv_device_attr &dev = verbs_domain().device_attr();
 	struct rdma_conn_param conn {};
 	conn.private_data = connect_data_.data();
 	conn.private_data_len = static_cast<uint8_t>(connect_data_.size());
@@ -231,10 +231,10 @@ void VerbsEndpoint::linger_until_peer_answers()
 	VerbsEventQueue *eq = nullptr;
 	{
 		std::lock_guard<std::mutex> guard(lock_);
-		if (!id_ || !qp_ || !eq_ || state_ != State::Connected)
+		if (!id_ || !qp_ || !verbs_eq() || state_ != State::Connected)
 			return;
 		state_ = State::Shutdown;
-		eq = eq_;
+		eq = verbs_eq();
 		// rdma_disconnect moves id->qp to the error state itself: hide our QP from it.
 		id_->qp = nullptr;
 		int ret = rdma_disconnect(id_);

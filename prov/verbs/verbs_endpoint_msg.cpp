@@ -20,10 +20,10 @@ constexpr uint64_t kRecvFlags = FI_COMPLETION | FI_MORE;
 
 } // namespace
 
-int VerbsEndpoint::lkey_for(const struct iovec &iov, void *desc, uint32_t *lkey) const
+int VerbsEndpoint::lkey_for(const struct iovec &iov, void *desc, uint32_t *lkey)
 {
 	VerbsMemoryRegion *mr = VerbsMemoryRegion::from_desc(desc);
-	if (!mr || mr->domain() != domain_ || !mr->covers(iov.iov_base, iov.iov_len))
+	if (!mr || mr->domain() != &verbs_domain() || !mr->covers(iov.iov_base, iov.iov_len))
 		return -FI_EINVAL;
 	*lkey = mr->lkey();
 	return 0;
@@ -56,7 +56,7 @@ ssize_t VerbsEndpoint::post_recv(const struct iovec *iov, void **desc, size_t co
 		return -FI_EAGAIN;
 	request->context = context;
 	request->flags = FI_RECV | FI_MSG;
-	request->report = !rx_selective_ || (flags & FI_COMPLETION);
+	request->report = rx_entry_wanted(flags);
 	request->buf = count ? iov[0].iov_base : nullptr;
 	request->num_sge = num_sge;
 	std::memcpy(request->sge, sge, sizeof(sge[0]) * num_sge);
@@ -133,7 +133,7 @@ ssize_t VerbsEndpoint::post_send(const SendRequest &req)
 	}
 	request->context = req.context;
 	request->flags = req.comp_flags;
-	request->report = !(req.flags & FI_INJECT) && (!tx_selective_ || (req.flags & FI_COMPLETION));
+	request->report = !(req.flags & FI_INJECT) && tx_entry_wanted(req.flags);
 
 	struct ibv_send_wr wr {};
 	struct ibv_send_wr *bad = nullptr;
@@ -230,13 +230,13 @@ ssize_t VerbsEndpoint::flow_ctrl_credits()
 ssize_t VerbsEndpoint::recv(void *buf, size_t len, void *desc, fi_addr_t, void *context)
 {
 	struct iovec iov = {buf, len};
-	return post_recv(&iov, &desc, 1, context, rx_op_flags_ & kRecvFlags);
+	return post_recv(&iov, &desc, 1, context, rx_op_flags() & kRecvFlags);
 }
 
 ssize_t VerbsEndpoint::recvv(const struct iovec *iov, void **desc, size_t count, fi_addr_t,
 			     void *context)
 {
-	return post_recv(iov, desc, count, context, rx_op_flags_ & kRecvFlags);
+	return post_recv(iov, desc, count, context, rx_op_flags() & kRecvFlags);
 }
 
 ssize_t VerbsEndpoint::recvmsg(const struct fi_msg *msg, uint64_t flags)
@@ -250,14 +250,14 @@ ssize_t VerbsEndpoint::send(const void *buf, size_t len, void *desc, fi_addr_t, 
 {
 	struct iovec iov = {const_cast<void *>(buf), len};
 	return post_send({IBV_WR_SEND, &iov, &desc, 1, 0, 0, 0, context,
-			  tx_op_flags_ & kSendFlags, FI_SEND | FI_MSG});
+			  tx_op_flags() & kSendFlags, FI_SEND | FI_MSG});
 }
 
 ssize_t VerbsEndpoint::sendv(const struct iovec *iov, void **desc, size_t count, fi_addr_t,
 			     void *context)
 {
 	return post_send({IBV_WR_SEND, iov, desc, count, 0, 0, 0, context,
-			  tx_op_flags_ & kSendFlags, FI_SEND | FI_MSG});
+			  tx_op_flags() & kSendFlags, FI_SEND | FI_MSG});
 }
 
 ssize_t VerbsEndpoint::sendmsg(const struct fi_msg *msg, uint64_t flags)
@@ -281,7 +281,7 @@ ssize_t VerbsEndpoint::senddata(const void *buf, size_t len, void *desc, uint64_
 {
 	struct iovec iov = {const_cast<void *>(buf), len};
 	return post_send({IBV_WR_SEND_WITH_IMM, &iov, &desc, 1, data, 0, 0, context,
-			  (tx_op_flags_ & kSendFlags) | FI_REMOTE_CQ_DATA, FI_SEND | FI_MSG});
+			  (tx_op_flags() & kSendFlags) | FI_REMOTE_CQ_DATA, FI_SEND | FI_MSG});
 }
 
 ssize_t VerbsEndpoint::injectdata(const void *buf, size_t len, uint64_t data, fi_addr_t)

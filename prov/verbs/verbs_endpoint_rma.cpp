@@ -22,7 +22,7 @@ ssize_t VerbsEndpoint::readv(const struct iovec *iov, void **desc, size_t count,
 	if (key > kRmaKeyMax)
 		return -FI_EINVAL;
 	return post_send({IBV_WR_RDMA_READ, iov, desc, count, 0, addr, key, context,
-			  tx_op_flags_ & ~static_cast<uint64_t>(FI_INJECT), FI_RMA | FI_READ});
+			  tx_op_flags() & ~static_cast<uint64_t>(FI_INJECT), FI_RMA | FI_READ});
 }
 
 ssize_t VerbsEndpoint::readmsg(const struct fi_msg_rma *msg, uint64_t flags)
@@ -52,7 +52,7 @@ ssize_t VerbsEndpoint::writev(const struct iovec *iov, void **desc, size_t count
 	if (key > kRmaKeyMax)
 		return -FI_EINVAL;
 	return post_send({IBV_WR_RDMA_WRITE, iov, desc, count, 0, addr, key, context,
-			  tx_op_flags_ & ~static_cast<uint64_t>(FI_INJECT), FI_RMA | FI_WRITE});
+			  tx_op_flags() & ~static_cast<uint64_t>(FI_INJECT), FI_RMA | FI_WRITE});
 }
 
 ssize_t VerbsEndpoint::writemsg(const struct fi_msg_rma *msg, uint64_t flags)
@@ -87,7 +87,7 @@ ssize_t VerbsEndpoint::writedata(const void *buf, size_t len, void *desc, uint64
 		return -FI_EINVAL;
 	struct iovec iov = {const_cast<void *>(buf), len};
 	return post_send({IBV_WR_RDMA_WRITE_WITH_IMM, &iov, &desc, 1, data, addr, key, context,
-			  (tx_op_flags_ & ~static_cast<uint64_t>(FI_INJECT)) | FI_REMOTE_CQ_DATA,
+			  (tx_op_flags() & ~static_cast<uint64_t>(FI_INJECT)) | FI_REMOTE_CQ_DATA,
 			  FI_RMA | FI_WRITE});
 }
 

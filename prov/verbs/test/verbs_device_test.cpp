@@ -653,6 +653,81 @@ TEST_F(VerbsDevice, RefusesWhatItDoesNotOffer)
 	EXPECT_EQ(fi_cq_open(domain_, &bad_format, &cq, nullptr), -FI_EINVAL);
 }
 
+// Binding, enabling, op flags and options follow util::Endpoint's rules (fi_endpoint(3)),
+// as tcp's and rxm's endpoints do; what verbs has not (counters, AVs, memory binding) is
+// refused with -FI_ENOSYS.
+TEST_F(VerbsDevice, EndpointBindsEnablesAndTakesOptionsAsUtilDoes)
+{
+	client_tx_ = open_cq();
+	struct fid_ep *ep = nullptr;
+	ASSERT_EQ(fi_endpoint(domain_, info_, &ep, nullptr), 0);
+	EXPECT_EQ(fi_ep_bind(ep, nullptr, 0), -FI_EINVAL);
+	EXPECT_EQ(fi_enable(ep), -FI_ENOCQ); // nowhere for completions to go
+	EXPECT_EQ(fi_ep_bind(ep, &client_tx_->fid, 0), -FI_EBADFLAGS);
+	EXPECT_EQ(fi_ep_bind(ep, &client_tx_->fid, FI_TRANSMIT | FI_REMOTE_READ), -FI_EBADFLAGS);
+	EXPECT_EQ(fi_ep_bind(ep, &client_tx_->fid, FI_TRANSMIT), 0);
+	EXPECT_EQ(fi_ep_bind(ep, &client_tx_->fid, FI_TRANSMIT), -FI_EALREADY);
+	EXPECT_EQ(fi_ep_bind(ep, &eq_->fid, FI_TRANSMIT), -FI_EBADFLAGS);
+	EXPECT_EQ(fi_ep_bind(ep, &eq_->fid, 0), 0);
+	EXPECT_EQ(fi_ep_bind(ep, &eq_->fid, 0), -FI_EALREADY);
+	// A CQ of another domain cannot take this endpoint's completions.
+	struct fid_domain *other_domain = nullptr;
+	ASSERT_EQ(fi_domain(fabric_, info_, &other_domain, nullptr), 0);
+	struct fi_cq_attr cq_attr {};
+	struct fid_cq *foreign_cq = nullptr;
+	ASSERT_EQ(fi_cq_open(other_domain, &cq_attr, &foreign_cq, nullptr), 0);
+	EXPECT_EQ(fi_ep_bind(ep, &foreign_cq->fid, FI_RECV), -FI_EINVAL);
+	// Verbs counts nothing and has no AV: other objects are refused as unsupported.
+	char buf[64];
+	struct fid_mr *mr = nullptr;
+	ASSERT_EQ(fi_mr_reg(domain_, buf, sizeof(buf), FI_SEND, 0, 0, 0, &mr, nullptr), 0);
+	EXPECT_EQ(fi_ep_bind(ep, &mr->fid, 0), -FI_ENOSYS);
+	EXPECT_EQ(fi_ep_bind(ep, &mr->fid, FI_SEND), -FI_ENOSYS);
+
+	uint64_t flags = FI_TRANSMIT | FI_RECV;
+	EXPECT_EQ(fi_control(&ep->fid, FI_GETOPSFLAG, &flags), -FI_EINVAL);
+	EXPECT_EQ(fi_control(&ep->fid, FI_GETOPSFLAG, nullptr), -FI_EINVAL);
+	flags = FI_TRANSMIT | FI_COMPLETION | FI_FENCE;
+	EXPECT_EQ(fi_control(&ep->fid, FI_SETOPSFLAG, &flags), 0);
+	flags = FI_TRANSMIT;
+	EXPECT_EQ(fi_control(&ep->fid, FI_GETOPSFLAG, &flags), 0);
+	EXPECT_EQ(flags, FI_TRANSMIT | FI_COMPLETION | FI_FENCE);
+	flags = FI_RECV | FI_COMPLETION;
+	EXPECT_EQ(fi_control(&ep->fid, FI_SETOPSFLAG, &flags), 0);
+	flags = FI_RECV;
+	EXPECT_EQ(fi_control(&ep->fid, FI_GETOPSFLAG, &flags), 0);
+	EXPECT_EQ(flags, FI_RECV | FI_COMPLETION);
+	EXPECT_EQ(fi_control(&ep->fid, FI_BACKLOG, &flags), -FI_ENOSYS);
+
+	size_t size = 0, len = sizeof(size);
+	EXPECT_EQ(fi_getopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &size, &len), 0);
+	EXPECT_EQ(size, 52u); // 56 bytes of rdma_cm private data less our 4-byte header
+	len = 1;
+	EXPECT_EQ(fi_getopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &size, &len),
+		  -FI_ETOOSMALL);
+	len = sizeof(size);
+	EXPECT_EQ(fi_getopt(&ep->fid, FI_OPT_ENDPOINT + 1, FI_OPT_CM_DATA_SIZE, &size, &len),
+		  -FI_ENOPROTOOPT);
+	// No multi-receive buffers in verbs, so no threshold for them either.
+	EXPECT_EQ(fi_getopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &size, &len),
+		  -FI_ENOPROTOOPT);
+	EXPECT_EQ(fi_setopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &size, sizeof(size)),
+		  -FI_ENOPROTOOPT);
+	EXPECT_EQ(fi_setopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &size, sizeof(size)),
+		  -FI_ENOPROTOOPT);
+
+	EXPECT_EQ(fi_enable(ep), 0);
+	EXPECT_EQ(fi_enable(ep), 0);
+	client_rx_ = open_cq();
+	EXPECT_EQ(fi_ep_bind(ep, &client_rx_->fid, FI_RECV), -FI_EOPBADSTATE);
+	EXPECT_EQ(fi_close(&client_tx_->fid), -FI_EBUSY); // bound to the endpoint
+	EXPECT_EQ(fi_close(&eq_->fid), -FI_EBUSY);
+	EXPECT_EQ(fi_close(&ep->fid), 0);
+	EXPECT_EQ(fi_close(&mr->fid), 0);
+	EXPECT_EQ(fi_close(&foreign_cq->fid), 0);
+	EXPECT_EQ(fi_close(&other_domain->fid), 0);
+}
+
 TEST_F(VerbsDevice, BadInputIsRefused)
 {
 	client_tx_ = open_cq();

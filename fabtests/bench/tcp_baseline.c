@@ -3,12 +3,19 @@
  * socket ping-pong and a one-way stream over loopback, between two processes (the
  * program forks its own server), with no library in between.
  *
- * usage: tcp_baseline pingpong|stream SIZE ITERATIONS
+ * usage: tcp_baseline pingpong|stream|rate SIZE ITERATIONS [spin]
  * Prints one line: "bytes N usec_xfer X MB_sec Y Mxfers_sec Z".
  * Latency is half a round trip; the stream is acknowledged by the server once at the end,
  * so its time covers delivery of every byte, not just the copy into the socket buffer.
+ * rate: windows of 64 messages (one send call each, as a library without batching would),
+ * the server answering each whole window with one byte, as fi_bw does; ITERATIONS is
+ * rounded up to whole windows.
+ * spin: both sides busy-poll non-blocking sockets (recv/send with MSG_DONTWAIT retried on
+ * EAGAIN), the peer of a busy-polling fabric benchmark (-c spin); without it they sleep in
+ * blocking calls, the peer of -c sread.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -26,11 +33,21 @@ static double now_usec(void)
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
+/* Set by "spin": every socket call is non-blocking and retried at once. */
+static int spin;
+
+#define WINDOW 64
+
+static int retry(ssize_t n)
+{
+	return n < 0 && (errno == EINTR || (spin && (errno == EAGAIN || errno == EWOULDBLOCK)));
+}
+
 static int write_all(int fd, const char *buf, size_t len)
 {
 	while (len) {
-		ssize_t n = write(fd, buf, len);
-		if (n < 0 && errno == EINTR)
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL | (spin ? MSG_DONTWAIT : 0));
+		if (retry(n))
 			continue;
 		if (n <= 0)
 			return -1;
@@ -43,8 +60,8 @@ static int write_all(int fd, const char *buf, size_t len)
 static int read_all(int fd, char *buf, size_t len)
 {
 	while (len) {
-		ssize_t n = read(fd, buf, len);
-		if (n < 0 && errno == EINTR)
+		ssize_t n = recv(fd, buf, len, spin ? MSG_DONTWAIT : 0);
+		if (retry(n))
 			continue;
 		if (n <= 0)
 			return -1;
@@ -61,17 +78,33 @@ static void tune(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-static int serve(int listener, int pingpong, char *buf, size_t size, long iters)
+static void set_nonblocking(int fd)
+{
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+enum mode { PINGPONG, STREAM, RATE };
+
+static int serve(int listener, enum mode mode, char *buf, size_t size, long iters)
 {
 	int fd = accept(listener, NULL, NULL);
 	if (fd < 0)
 		return 1;
 	tune(fd);
+	if (spin)
+		set_nonblocking(fd);
+	int pingpong = mode == PINGPONG;
 	for (long i = 0; i < iters; i++) {
 		if (read_all(fd, buf, size))
 			return 1;
 		if (pingpong && write_all(fd, buf, size))
 			return 1;
+		if (mode == RATE && (i + 1) % WINDOW == 0 && write_all(fd, buf, 1))
+			return 1;
+	}
+	if (mode == RATE) {
+		close(fd);
+		return 0;
 	}
 	if (!pingpong && write_all(fd, buf, 1))
 		return 1;
@@ -79,14 +112,19 @@ static int serve(int listener, int pingpong, char *buf, size_t size, long iters)
 	return 0;
 }
 
-static int drive(int fd, int pingpong, char *buf, size_t size, long iters)
+static int drive(int fd, enum mode mode, char *buf, size_t size, long iters)
 {
+	int pingpong = mode == PINGPONG;
 	for (long i = 0; i < iters; i++) {
 		if (write_all(fd, buf, size))
 			return 1;
 		if (pingpong && read_all(fd, buf, size))
 			return 1;
+		if (mode == RATE && (i + 1) % WINDOW == 0 && read_all(fd, buf, 1))
+			return 1;
 	}
+	if (mode == RATE)
+		return 0;
 	if (!pingpong && read_all(fd, buf, 1))
 		return 1;
 	return 0;
@@ -94,16 +132,28 @@ static int drive(int fd, int pingpong, char *buf, size_t size, long iters)
 
 int main(int argc, char **argv)
 {
-	if (argc != 4 || (strcmp(argv[1], "pingpong") && strcmp(argv[1], "stream"))) {
-		fprintf(stderr, "usage: %s pingpong|stream SIZE ITERATIONS\n", argv[0]);
+	enum mode mode = PINGPONG;
+	if (argc == 5 && !strcmp(argv[4], "spin"))
+		spin = 1;
+	else if (argc != 4)
+		mode = -1;
+	if (mode == PINGPONG && !strcmp(argv[1], "stream"))
+		mode = STREAM;
+	else if (mode == PINGPONG && !strcmp(argv[1], "rate"))
+		mode = RATE;
+	else if (mode == PINGPONG && strcmp(argv[1], "pingpong"))
+		mode = -1;
+	if ((int)mode < 0) {
+		fprintf(stderr, "usage: %s pingpong|stream|rate SIZE ITERATIONS [spin]\n", argv[0]);
 		return 2;
 	}
-	int pingpong = !strcmp(argv[1], "pingpong");
 	long size = atol(argv[2]), iters = atol(argv[3]);
 	if (size <= 0 || iters <= 0) {
 		fprintf(stderr, "SIZE and ITERATIONS must be positive\n");
 		return 2;
 	}
+	if (mode == RATE)
+		iters = (iters + WINDOW - 1) / WINDOW * WINDOW;
 	char *buf = calloc(1, (size_t)size);
 	int listener = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in addr = { .sin_family = AF_INET };
@@ -121,7 +171,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (child == 0)
-		_exit(serve(listener, pingpong, buf, (size_t)size, iters));
+		_exit(serve(listener, mode, buf, (size_t)size, iters));
 	close(listener);
 
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -130,8 +180,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	tune(fd);
+	if (spin)
+		set_nonblocking(fd);
 	double start = now_usec();
-	int failed = drive(fd, pingpong, buf, (size_t)size, iters);
+	int failed = drive(fd, mode, buf, (size_t)size, iters);
 	double elapsed = now_usec() - start;
 	close(fd);
 	int status = 0;
@@ -140,7 +192,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tcp_baseline: transfer failed\n");
 		return 1;
 	}
-	double xfers = pingpong ? 2.0 * iters : (double)iters;
+	double xfers = mode == PINGPONG ? 2.0 * iters : (double)iters;
 	double usec_xfer = elapsed / xfers;
 	printf("bytes %ld usec_xfer %.3f MB_sec %.2f Mxfers_sec %.4f\n", size, usec_xfer,
 	       size * xfers / elapsed, 1.0 / usec_xfer);

@@ -22,13 +22,19 @@ def sizes(quick):
             128 << 10, 192 << 10, 256 << 10, 1 << 20, 3 << 19, 2 << 20, 4 << 20]
 
 
-def iterations(quick):
-    """Same for both libraries; enough bytes to get past start-up noise, bounded in time."""
+def iterations(quick, comp="sread"):
+    """Same for both libraries; enough bytes to get past start-up noise, bounded in time.
+    Busy-polling (comp spin) round trips take ~10 us, so small sizes get enough of them
+    (20000 at <= 4 KiB, ~0.2 s) that a difference of a tenth of a microsecond is resolved."""
     scale = 2 if quick else 1
+    spin = comp == "spin"
 
     def count(kind, size):
         if kind == "bw":   # whole windows of 64
-            return 64 * max(1, min(10 // scale, (64 << 20) // scale // size // 64))
+            windows = 200 if spin and size <= 4096 else 10
+            return 64 * max(1, min(windows // scale, (64 << 20) // scale // size // 64))
+        if spin and size <= 4096:
+            return 20000 // scale
         return max(10, min(200 // scale, (16 << 20) // scale // size))
     return count
 
@@ -40,10 +46,12 @@ def providers(bins):
     return [("tcp;ofi_rxm", "rdm", rdm), ("tcp", "msg", ["fi_msg_pingpong", "fi_bw"])]
 
 
-def run_baseline_once(baseline_bin, kind, size, count, log):
-    """One raw TCP run with the iteration count the fabric runs of that size use."""
+def run_baseline_once(baseline_bin, kind, size, count, log, comp="sread"):
+    """One raw TCP run with the iteration count (and the waiting: busy-polling for -c spin)
+    the fabric runs of that size use."""
     mode = "pingpong" if kind == "pp" else "stream"
-    p = subprocess.run([baseline_bin, mode, str(size), str(count)],
+    p = subprocess.run([baseline_bin, mode, str(size), str(count)] +
+                       (["spin"] if comp == "spin" else []),
                        capture_output=True, text=True, timeout=RUN_TIMEOUT)
     m = re.search(r"usec_xfer ([0-9.]+) MB_sec ([0-9.]+)", p.stdout)
     if p.returncode or not m:
@@ -55,14 +63,15 @@ def run_baseline_once(baseline_bin, kind, size, count, log):
 def run(cfg, bins, baseline_bin, log):
     """results as fabric.measure; base[(kind, size)] = (usec_xfer, MB_sec) medians of the
     raw TCP runs made right beside the tcp;ofi_rxm pairs of the same size."""
-    count = iterations(cfg.quick)
+    count = iterations(cfg.quick, cfg.comp)
     raw = {}
 
     def beside(prov, bench, size):
         if prov == "tcp;ofi_rxm" and bench in ("fi_msg_pingpong", "fi_bw"):
             kind = "pp" if bench == "fi_msg_pingpong" else "bw"
             raw.setdefault((kind, size), []).append(
-                run_baseline_once(baseline_bin, kind, size, count(kind, size), log))
+                run_baseline_once(baseline_bin, kind, size, count(kind, size), log,
+                                  cfg.comp))
 
     plan = fabric.plan_points(cfg.providers, cfg.sizes)
     results = fabric.measure(plan, cfg.reps, bins, cfg.env, Ports(cfg.port_base), log, count,

@@ -197,9 +197,11 @@ public:
 	void set_min_multi_recv(size_t bytes) { min_multi_recv_ = bytes; }
 	size_t min_multi_recv() const { return min_multi_recv_; }
 
-	// Progress; both return quickly. progress_rx reads only while it can deliver.
+	// Progress; both return quickly. progress_rx reads only while it can deliver and says
+	// whether the socket gave any bytes (the engine's busy-polling shortcut keeps a stream
+	// that does "hot").
 	void progress_tx();
-	void progress_rx();
+	bool progress_rx();
 	bool wants_write() const { return fd_ >= 0 && !failed_ && tx_head_; }
 	// True while the socket is not read: a decoded message waits for a posted receive, or
 	// a request waits for a free response slot (freed as responses are sent).
@@ -227,6 +229,10 @@ private:
 	enum class RxTarget { message, write, read_response, discard };
 
 	void enqueue(TxEntry *e);
+	// One sendmsg carries at most this many buffers (well under IOV_MAX) and stops adding
+	// operations past this many bytes (the socket takes about that much at once).
+	static constexpr size_t kGatherIov = 128;
+	static constexpr size_t kGatherBytes = 256 * 1024;
 	TxEntry *new_response(WireOp op, uint64_t id, int status, uint64_t size);
 	TxEntry *new_request(TxKind kind, const PostArgs &args, size_t total);
 	void append_payload(TxEntry *e, const PostArgs &args, size_t total);
@@ -315,6 +321,8 @@ private:
 	// A read of this progress_rx call came back short, so the socket was empty: don't ask
 	// it again in the same call (saves the EAGAIN system call after every message).
 	bool drained_ = false;
+	// Some read of this progress_rx call returned bytes.
+	bool got_bytes_ = false;
 };
 
 } // namespace tcp

@@ -197,11 +197,17 @@ void Connection::put_stage()
 	stage_ = nullptr;
 }
 
-void Connection::progress_rx()
+bool Connection::progress_rx()
 {
+	// A call nested in another (a receive posted from a completion) keeps the outer's flag.
+	bool outer = got_bytes_;
+	got_bytes_ = false;
 	take_stage();
 	read_stream();
 	put_stage();
+	bool got = got_bytes_;
+	got_bytes_ = outer || got;
+	return got;
 }
 
 void Connection::read_stream()
@@ -239,6 +245,7 @@ void Connection::read_stream()
 bool Connection::socket_result(ssize_t n, size_t asked)
 {
 	if (n > 0) {
+		got_bytes_ = true;
 		if (static_cast<size_t>(n) < asked)
 			drained_ = true;
 		return true;

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -249,33 +250,58 @@ int Connection::post_read(const PostArgs &args, const fi_rma_iov &target)
 void Connection::progress_tx()
 {
 	while (tx_head_ && active()) {
-		TxEntry *e = tx_head_;
-		if (e->region_serial && !e->out.done() &&
-		    !owner_.region_alive(e->region_key, e->region_serial) &&
-		    !abandon_read_response(e))
-			return;
-		msghdr m{};
-		m.msg_iov = const_cast<iovec *>(e->out.current());
-		m.msg_iovlen = static_cast<size_t>(e->out.current_count());
-		ssize_t n = e->out.done() ? 0 : sendmsg(fd_, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				lost(FI_ECONNRESET);
-			return;
+		// Every queued operation (header and payload buffers of each) goes out in one
+		// sendmsg, so a backlog (a window of sends posted while the socket was full, acks
+		// and read responses behind them) costs one system call, not one per entry.
+		iovec iov[kGatherIov];
+		size_t iov_count = 0, bytes = 0, entries = 0;
+		for (TxEntry *e = tx_head_; e; e = e->next) {
+			// Read responses: the registration is checked before any of it is sent.
+			if (e->region_serial && !e->out.done() &&
+			    !owner_.region_alive(e->region_key, e->region_serial) &&
+			    !abandon_read_response(e))
+				return;
+			size_t n = static_cast<size_t>(e->out.current_count());
+			if (entries && (iov_count + n > kGatherIov || bytes >= kGatherBytes))
+				break;
+			std::copy(e->out.current(), e->out.current() + n, iov + iov_count);
+			iov_count += n;
+			bytes += e->out.remaining();
+			entries++;
 		}
-		e->out.advance(static_cast<size_t>(n));
-		e->started = e->started || n > 0;
-		if (!e->out.done())
-			return;
-		tx_head_ = e->next;
-		if (!tx_head_)
-			tx_tail_ = nullptr;
-		if (e->needs_response)
-			e->awaiting_response = true;
-		else
-			complete_tx(e, 0);
+		size_t sent = 0;
+		if (bytes) {
+			msghdr m{};
+			m.msg_iov = iov;
+			m.msg_iovlen = iov_count;
+			ssize_t n = sendmsg(fd_, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				if (errno != EAGAIN && errno != EWOULDBLOCK)
+					lost(FI_ECONNRESET);
+				return;
+			}
+			sent = static_cast<size_t>(n);
+		}
+		// Hands the bytes sent to the entries in order; the first one not finished
+		// means the socket is full.
+		for (size_t i = 0; i < entries && tx_head_; i++) {
+			TxEntry *e = tx_head_;
+			size_t step = std::min(sent, e->out.remaining());
+			e->out.advance(step);
+			sent -= step;
+			e->started = e->started || step > 0;
+			if (!e->out.done())
+				return;
+			tx_head_ = e->next;
+			if (!tx_head_)
+				tx_tail_ = nullptr;
+			if (e->needs_response)
+				e->awaiting_response = true;
+			else
+				complete_tx(e, 0);
+		}
 	}
 }
 

@@ -277,17 +277,35 @@ void TcpEndpoint::on_fd_ready(int, uint32_t)
 		progress_reply();
 		break;
 	case State::connected:
-		conn_.progress_rx();
-		conn_.progress_tx();
-		// Sending may have freed the response slot a paused request was waiting for.
-		if (conn_.rx_paused())
-			conn_.progress_rx();
+		progress_stream();
 		break;
 	case State::idle:
 	case State::closed:
 		break;
 	}
 	update_registration();
+}
+
+bool TcpEndpoint::progress_stream()
+{
+	bool got = conn_.progress_rx();
+	conn_.progress_tx();
+	// Sending may have freed the response slot a paused request was waiting for.
+	if (conn_.rx_paused())
+		got = conn_.progress_rx() || got;
+	return got;
+}
+
+util::FdHandler::Poll TcpEndpoint::poll_fd(int fd)
+{
+	// Only an established stream is read speculatively (a non-blocking recv that finds
+	// nothing costs what the epoll_wait it replaces would); connection management waits
+	// for epoll, which the engine still asks every few passes.
+	if (state_ != State::connected || fd != conn_.fd())
+		return Poll::idle;
+	bool got = progress_stream();
+	update_registration();
+	return got ? Poll::busy : Poll::idle;
 }
 
 void TcpEndpoint::tx_done(void *context, uint64_t op_flags, uint64_t cq_flags, size_t len,

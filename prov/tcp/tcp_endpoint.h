@@ -83,6 +83,7 @@ public:
 
 	// ---- progress and Connection reports ----
 	void on_fd_ready(int fd, uint32_t events) override;
+	Poll poll_fd(int fd) override;
 	void tx_counted(uint64_t cq_flags) override { count_tx(cq_flags); }
 	void tx_done(void *context, uint64_t op_flags, uint64_t cq_flags, size_t len,
 		     int err) override;
@@ -105,6 +106,8 @@ private:
 	TcpDomain &tcp_domain() { return static_cast<TcpDomain &>(domain()); }
 	// Re-registers the socket with the events the current state needs.
 	void update_registration();
+	// Reads and sends what the socket allows; true if anything was read.
+	bool progress_stream();
 	void unregister();
 	void progress_connect();
 	void progress_reply();

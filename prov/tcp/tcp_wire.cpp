@@ -2,6 +2,9 @@
 
 #include <rdma/fi_errno.h>
 
+#include <bit>
+#include <cstring>
+
 namespace tcp {
 namespace {
 
@@ -9,17 +12,28 @@ namespace {
 constexpr size_t kOffVersion = 0, kOffOp = 1, kOffFlags = 2, kOffStatus = 4, kOffSize = 8,
 		 kOffId = 16, kOffCqData = 24, kOffKey = 32, kOffOffset = 40;
 
-void put_le(uint8_t *p, uint64_t v, size_t bytes)
+// Fixed-width little-endian fields, one load or store each (a byte loop per field cost
+// ~350 instructions per header in the ping-pong profile).
+// std::byteswap is C++23.
+inline uint16_t swap_bytes(uint16_t v) { return __builtin_bswap16(v); }
+inline uint32_t swap_bytes(uint32_t v) { return __builtin_bswap32(v); }
+inline uint64_t swap_bytes(uint64_t v) { return __builtin_bswap64(v); }
+
+template <class T>
+void put_le(uint8_t *p, T v)
 {
-	for (size_t i = 0; i < bytes; i++)
-		p[i] = static_cast<uint8_t>(v >> (8 * i));
+	if constexpr (std::endian::native == std::endian::big)
+		v = swap_bytes(v);
+	std::memcpy(p, &v, sizeof(v));
 }
 
-uint64_t get_le(const uint8_t *p, size_t bytes)
+template <class T>
+T get_le(const uint8_t *p)
 {
-	uint64_t v = 0;
-	for (size_t i = 0; i < bytes; i++)
-		v |= static_cast<uint64_t>(p[i]) << (8 * i);
+	T v;
+	std::memcpy(&v, p, sizeof(v));
+	if constexpr (std::endian::native == std::endian::big)
+		v = swap_bytes(v);
 	return v;
 }
 
@@ -37,13 +51,13 @@ void encode_header(const WireHeader &h, uint8_t out[kWireHeaderSize])
 {
 	out[kOffVersion] = kWireVersion;
 	out[kOffOp] = static_cast<uint8_t>(h.op);
-	put_le(out + kOffFlags, h.flags, 2);
-	put_le(out + kOffStatus, static_cast<uint32_t>(h.status), 4);
-	put_le(out + kOffSize, h.size, 8);
-	put_le(out + kOffId, h.id, 8);
-	put_le(out + kOffCqData, h.cq_data, 8);
-	put_le(out + kOffKey, h.rma_key, 8);
-	put_le(out + kOffOffset, h.rma_offset, 8);
+	put_le<uint16_t>(out + kOffFlags, h.flags);
+	put_le<uint32_t>(out + kOffStatus, static_cast<uint32_t>(h.status));
+	put_le<uint64_t>(out + kOffSize, h.size);
+	put_le<uint64_t>(out + kOffId, h.id);
+	put_le<uint64_t>(out + kOffCqData, h.cq_data);
+	put_le<uint64_t>(out + kOffKey, h.rma_key);
+	put_le<uint64_t>(out + kOffOffset, h.rma_offset);
 }
 
 int decode_header(const uint8_t in[kWireHeaderSize], uint64_t max_payload, WireHeader *h)
@@ -54,17 +68,17 @@ int decode_header(const uint8_t in[kWireHeaderSize], uint64_t max_payload, WireH
 	if (op < static_cast<uint8_t>(WireOp::msg) || op > static_cast<uint8_t>(WireOp::ack))
 		return -FI_EIO;
 	h->op = static_cast<WireOp>(op);
-	h->flags = static_cast<uint16_t>(get_le(in + kOffFlags, 2));
+	h->flags = get_le<uint16_t>(in + kOffFlags);
 	if (h->flags & ~kWireKnownFlags)
 		return -FI_EIO;
-	h->status = static_cast<int32_t>(static_cast<uint32_t>(get_le(in + kOffStatus, 4)));
+	h->status = static_cast<int32_t>(get_le<uint32_t>(in + kOffStatus));
 	if (h->status > 0 || h->status < -kMaxStatusErrno)
 		return -FI_EIO;
-	h->size = get_le(in + kOffSize, 8);
-	h->id = get_le(in + kOffId, 8);
-	h->cq_data = get_le(in + kOffCqData, 8);
-	h->rma_key = get_le(in + kOffKey, 8);
-	h->rma_offset = get_le(in + kOffOffset, 8);
+	h->size = get_le<uint64_t>(in + kOffSize);
+	h->id = get_le<uint64_t>(in + kOffId);
+	h->cq_data = get_le<uint64_t>(in + kOffCqData);
+	h->rma_key = get_le<uint64_t>(in + kOffKey);
+	h->rma_offset = get_le<uint64_t>(in + kOffOffset);
 
 	if (op_has_payload(h->op) && h->size > max_payload)
 		return -FI_EIO;

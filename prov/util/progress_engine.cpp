@@ -101,6 +101,8 @@ int ProgressEngine::modify_fd(int fd, uint32_t events, FdHandler *handler)
 		return -FI_ENOENT;
 	it->second->handler = handler;
 	it->second->events = events;
+	if (!(events & EPOLLIN))
+		cool(it->second.get()); // a paused reader is not polled behind epoll's back
 	epoll_event ev{};
 	ev.events = events;
 	ev.data.ptr = it->second.get();
@@ -124,6 +126,7 @@ int ProgressEngine::remove_fd(int fd)
 	mirror(EPOLL_CTL_DEL, *it->second);
 	if (it->second->nested)
 		nested_count_.fetch_sub(1);
+	cool(it->second.get());
 	// A pass in progress on this thread may still hold the pointer in its event array.
 	it->second->handler = nullptr;
 	if (depth_ > 0)
@@ -155,23 +158,98 @@ void ProgressEngine::progress()
 {
 	LockGuard guard(lock_);
 	if (valid()) {
-		epoll_event events[kEventsPerPass];
 		++depth_;
-		int n = epoll_wait(epoll_fd_, events, kEventsPerPass, 0);
-		for (int i = 0; i < n; ++i) {
-			if (events[i].data.ptr == kStopTag)
-				continue;
-			auto *registration = static_cast<Registration *>(events[i].data.ptr);
-			if (registration->handler)
-				registration->handler->on_fd_ready(registration->fd,
-								   events[i].events);
-		}
+		bool busy = hot_count_ && poll_hot();
+		// After the polls: a handler that declined (or a stream that closed) leaves no
+		// hot fd, and then epoll is asked on this very pass. A pass whose hot fd had data
+		// leaves epoll to the next pass (which asks it in any case), so the completion
+		// reaches its reader first.
+		bool epoll_due = hot_count_ == 0 || hot_was_busy_ ||
+				 (++pass_ % kEpollEvery == 0 && !busy);
+		hot_was_busy_ = busy;
+		if (epoll_due)
+			dispatch_epoll();
 		if (--depth_ == 0)
 			retired_.clear();
 	}
 	// Index loop: a source may remove itself (or others) while running.
 	for (size_t i = 0; i < sources_.size(); ++i)
 		sources_[i]->progress();
+}
+
+void ProgressEngine::dispatch_epoll()
+{
+	epoll_event events[kEventsPerPass];
+	int n = epoll_wait(epoll_fd_, events, kEventsPerPass, 0);
+	for (int i = 0; i < n; ++i) {
+		if (events[i].data.ptr == kStopTag)
+			continue;
+		auto *registration = static_cast<Registration *>(events[i].data.ptr);
+		if (!registration->handler)
+			continue;
+		registration->handler->on_fd_ready(registration->fd, events[i].events);
+		// The handler may have removed it (then its handler is null).
+		if ((events[i].events & EPOLLIN) && registration->handler &&
+		    !registration->no_poll && (registration->events & EPOLLIN))
+			make_hot(registration);
+	}
+}
+
+bool ProgressEngine::poll_hot()
+{
+	bool busy = false;
+	// Index loop over a copy: a handler may remove registrations (cooling them).
+	Registration *hot[kHotFds];
+	size_t count = hot_count_;
+	std::copy(hot_, hot_ + count, hot);
+	for (size_t i = 0; i < count; ++i) {
+		Registration *registration = hot[i];
+		// Cooled (or removed) by an earlier handler of this pass.
+		if (std::find(hot_, hot_ + hot_count_, registration) == hot_ + hot_count_ ||
+		    !registration->handler)
+			continue;
+		switch (registration->handler->poll_fd(registration->fd)) {
+		case FdHandler::Poll::busy:
+			registration->idle_polls = 0;
+			busy = true;
+			break;
+		case FdHandler::Poll::idle:
+			if (++registration->idle_polls >= kHotIdlePasses)
+				cool(registration);
+			break;
+		case FdHandler::Poll::declined:
+			registration->no_poll = true;
+			cool(registration);
+			break;
+		}
+	}
+	return busy;
+}
+
+void ProgressEngine::make_hot(Registration *registration)
+{
+	registration->idle_polls = 0;
+	Registration **end = hot_ + hot_count_;
+	Registration **at = std::find(hot_, end, registration);
+	if (at == end) {
+		// New: the least recently reported one gives way when all slots are taken.
+		if (hot_count_ < kHotFds)
+			++hot_count_;
+		at = hot_ + hot_count_ - 1;
+	}
+	// Most recent first.
+	std::move_backward(hot_, at, at + 1);
+	hot_[0] = registration;
+}
+
+void ProgressEngine::cool(Registration *registration)
+{
+	Registration **end = hot_ + hot_count_;
+	Registration **at = std::find(hot_, end, registration);
+	if (at == end)
+		return;
+	std::move(at + 1, end, at);
+	--hot_count_;
 }
 
 int ProgressEngine::wait(int timeout_ms)

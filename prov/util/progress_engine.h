@@ -41,6 +41,18 @@ class FdHandler {
 public:
 	virtual ~FdHandler() = default;
 	virtual void on_fd_ready(int fd, uint32_t events) = 0;
+
+	// Busy-polling fast path (see ProgressEngine::progress). A handler whose fd is a
+	// non-blocking socket can be asked to try it without epoll having reported it ready:
+	// it does what on_fd_ready would (one read attempt costs what the epoll_wait would)
+	// and says whether anything arrived. `declined` (the default) means "only call me
+	// when epoll reports the fd": the engine never asks again for this registration.
+	enum class Poll { declined, idle, busy };
+	virtual Poll poll_fd(int fd)
+	{
+		(void)fd;
+		return Poll::declined;
+	}
 };
 
 class ProgressEngine {
@@ -76,7 +88,17 @@ public:
 	bool has_sources() const noexcept { return source_count_.load() > 0; }
 
 	// One pass: dispatch ready fds, then run every source.
+	// Busy-polling shortcut: the fds epoll last reported readable whose handlers accept
+	// poll_fd (at most kHotFds, most recent first) are "hot". A pass tries them directly and
+	// skips epoll_wait unless a hot fd had data on the previous pass (so a busy peer's
+	// passes still look at every other fd), no fd is hot, or it is every kEpollEvery-th
+	// pass (an idle fd waits at most that many passes). A hot fd that finds nothing on
+	// kHotIdlePasses passes in a row, or whose registration stops asking for EPOLLIN,
+	// cools down. A message then costs one read instead of epoll_wait + read.
 	void progress();
+	static constexpr size_t kHotFds = 4;
+	static constexpr unsigned kEpollEvery = 8;
+	static constexpr unsigned kHotIdlePasses = 4096;
 
 	// Block until a registered fd is ready or timeout_ms passes (-1: forever). Does not
 	// progress. Returns 1 when something is ready, 0 on timeout, -FI_E* on error.
@@ -97,10 +119,17 @@ private:
 		FdHandler *handler;
 		uint32_t events = 0;
 		bool nested = false;
+		bool no_poll = false;     // handler declined poll_fd
+		unsigned idle_polls = 0;  // poll_fd calls in a row that found nothing
 	};
 	int add_registration(int fd, uint32_t events, FdHandler *handler, bool nested);
 	// Mirrors an epoll_ctl into leaf_fd_ (engine lock held).
 	void mirror(int op, const Registration &registration);
+	void dispatch_epoll();
+	// Polls the hot fds; true if any had data.
+	bool poll_hot();
+	void make_hot(Registration *registration);
+	void cool(Registration *registration);
 
 	Lock lock_;
 	int epoll_fd_ = -1;
@@ -110,6 +139,10 @@ private:
 	// Registrations removed during a pass stay alive until the outermost pass ends.
 	std::vector<std::unique_ptr<Registration>> retired_;
 	int depth_ = 0;
+	Registration *hot_[kHotFds] = {};
+	size_t hot_count_ = 0;
+	unsigned pass_ = 0;
+	bool hot_was_busy_ = false;
 	int stop_fd_ = -1;  // eventfd that wakes the auto-progress thread for shutdown
 	std::atomic<bool> stopping_{false};
 	std::vector<ProgressSource *> sources_;

@@ -1,0 +1,187 @@
+// Progress engine, busy-polling shortcut: an fd epoll reported readable is tried directly
+// (poll_fd) on later passes instead of epoll_wait, while every other fd is still dispatched
+// within kEpollEvery passes, at once after a pass where the hot fd had data, and handlers
+// that decline or readers that are paused are never tried behind epoll's back.
+#include "prov/util/progress_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <functional>
+#include <stdexcept>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+namespace {
+
+using util::FdHandler;
+using util::ProgressEngine;
+
+// A pipe whose reader counts how it was driven: by epoll (on_fd_ready) or directly.
+class PipeReader : public FdHandler {
+public:
+	explicit PipeReader(bool pollable) : pollable_(pollable)
+	{
+		if (pipe2(fds_, O_NONBLOCK))
+			throw std::runtime_error("pipe");
+	}
+	~PipeReader() override
+	{
+		::close(fds_[0]);
+		::close(fds_[1]);
+	}
+	void on_fd_ready(int, uint32_t) override
+	{
+		++ready_calls;
+		drain();
+	}
+	Poll poll_fd(int) override
+	{
+		if (!pollable_)
+			return Poll::declined;
+		++poll_calls;
+		if (on_poll)
+			on_poll();
+		return drain() ? Poll::busy : Poll::idle;
+	}
+	void poke() { ASSERT_EQ(::write(fds_[1], "x", 1), 1); }
+	int fd() const { return fds_[0]; }
+	int ready_calls = 0, poll_calls = 0, bytes = 0;
+	std::function<void()> on_poll;
+
+private:
+	bool drain()
+	{
+		char buf[64];
+		ssize_t n, got = 0;
+		while ((n = ::read(fds_[0], buf, sizeof(buf))) > 0)
+			got += n;
+		bytes += static_cast<int>(got);
+		return got > 0;
+	}
+	bool pollable_;
+	int fds_[2];
+};
+
+TEST(ProgressHot, ReadableFdIsPolledDirectlyAfterEpollReportedIt)
+{
+	ProgressEngine engine;
+	PipeReader hot(true);
+	ASSERT_EQ(engine.add_fd(hot.fd(), EPOLLIN, &hot), 0);
+	engine.progress();
+	EXPECT_EQ(hot.ready_calls + hot.poll_calls, 0); // not hot before epoll saw data
+	hot.poke();
+	engine.progress();
+	EXPECT_EQ(hot.ready_calls, 1);
+	EXPECT_EQ(hot.bytes, 1);
+	// From now on passes try it directly; a byte is read by poll_fd, not via epoll.
+	hot.poke();
+	engine.progress();
+	EXPECT_EQ(hot.poll_calls, 1);
+	EXPECT_EQ(hot.bytes, 2);
+	EXPECT_EQ(hot.ready_calls, 1);
+	EXPECT_EQ(engine.remove_fd(hot.fd()), 0);
+	engine.progress();
+	EXPECT_EQ(hot.poll_calls, 1); // removed: cooled
+}
+
+TEST(ProgressHot, OtherFdsAreStillServedWhileOneIsHot)
+{
+	ProgressEngine engine;
+	PipeReader hot(true), other(false);
+	ASSERT_EQ(engine.add_fd(hot.fd(), EPOLLIN, &hot), 0);
+	ASSERT_EQ(engine.add_fd(other.fd(), EPOLLIN, &other), 0);
+	hot.poke();
+	engine.progress();
+	ASSERT_EQ(hot.ready_calls, 1);
+
+	// Hot fd idle: another fd's data is dispatched within kEpollEvery passes.
+	other.poke();
+	unsigned passes = 0;
+	while (other.bytes == 0 && passes < 2 * ProgressEngine::kEpollEvery) {
+		engine.progress();
+		++passes;
+	}
+	EXPECT_EQ(other.bytes, 1);
+	EXPECT_LE(passes, ProgressEngine::kEpollEvery);
+
+	// Hot fd flooding (data on every pass): the pass after a busy one asks epoll too, so
+	// the other fd waits one pass, not kEpollEvery.
+	for (int round = 0; round < 3; ++round) {
+		hot.poke();
+		engine.progress(); // hot busy
+		other.poke();
+		hot.poke();
+		engine.progress(); // epoll due: the other fd is served
+		EXPECT_EQ(other.bytes, 2 + round) << "round " << round;
+	}
+}
+
+TEST(ProgressHot, DecliningHandlerIsAskedOnceAndThenOnlyThroughEpoll)
+{
+	ProgressEngine engine;
+	PipeReader plain(false);
+	ASSERT_EQ(engine.add_fd(plain.fd(), EPOLLIN, &plain), 0);
+	for (int i = 0; i < 5; ++i) {
+		plain.poke();
+		engine.progress();
+		EXPECT_EQ(plain.bytes, i + 1); // every pass: epoll is not skipped for it
+	}
+	EXPECT_EQ(plain.poll_calls, 0);
+	EXPECT_EQ(plain.ready_calls, 5);
+}
+
+TEST(ProgressHot, PausedReaderIsNotPolled)
+{
+	ProgressEngine engine;
+	PipeReader hot(true);
+	ASSERT_EQ(engine.add_fd(hot.fd(), EPOLLIN, &hot), 0);
+	hot.poke();
+	engine.progress();
+	ASSERT_EQ(engine.modify_fd(hot.fd(), 0, &hot), 0); // reading paused
+	hot.poke();
+	for (int i = 0; i < 20; ++i)
+		engine.progress();
+	EXPECT_EQ(hot.poll_calls, 0);
+	EXPECT_EQ(hot.bytes, 1);
+	ASSERT_EQ(engine.modify_fd(hot.fd(), EPOLLIN, &hot), 0); // resumed: epoll reports it
+	engine.progress();
+	EXPECT_EQ(hot.bytes, 2);
+}
+
+TEST(ProgressHot, IdleHotFdCoolsDown)
+{
+	ProgressEngine engine;
+	PipeReader hot(true);
+	ASSERT_EQ(engine.add_fd(hot.fd(), EPOLLIN, &hot), 0);
+	hot.poke();
+	engine.progress();
+	for (unsigned i = 0; i < ProgressEngine::kHotIdlePasses + 10; ++i)
+		engine.progress();
+	EXPECT_EQ(hot.poll_calls, static_cast<int>(ProgressEngine::kHotIdlePasses));
+}
+
+TEST(ProgressHot, HandlerRemovingFdsDuringAPollIsSafe)
+{
+	ProgressEngine engine;
+	PipeReader a(true), b(true);
+	ASSERT_EQ(engine.add_fd(a.fd(), EPOLLIN, &a), 0);
+	ASSERT_EQ(engine.add_fd(b.fd(), EPOLLIN, &b), 0);
+	a.poke();
+	b.poke();
+	engine.progress();
+	ASSERT_EQ(a.ready_calls + b.ready_calls, 2);
+	// Whichever is polled first removes both; the other must not be called afterwards.
+	auto remove_both = [&] {
+		engine.remove_fd(a.fd());
+		engine.remove_fd(b.fd());
+	};
+	a.on_poll = remove_both;
+	b.on_poll = remove_both;
+	engine.progress();
+	EXPECT_EQ(a.poll_calls + b.poll_calls, 1);
+	engine.progress();
+	EXPECT_EQ(a.poll_calls + b.poll_calls, 1);
+}
+
+} // namespace

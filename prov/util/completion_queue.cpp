@@ -253,7 +253,11 @@ ssize_t CompletionQueue::read(void *buf, size_t count)
 ssize_t CompletionQueue::readfrom(void *buf, size_t count, fi_addr_t *src_addr)
 {
 	note_read();
-	progress_for_read(count);
+	// Entries already queued are handed out before progressing again: a completion found
+	// by an earlier pass (e.g. one an EQ read's progress placed here) costs its reader no
+	// further system calls. Progress runs as soon as the queue is empty.
+	if (!has_events())
+		progress_for_read(count);
 	LockGuard guard(lock_);
 	return read_locked(buf, count, src_addr);
 }

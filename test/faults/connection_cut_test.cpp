@@ -29,8 +29,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr int kPort = 25110;
-constexpr size_t kMsg = 64 * 1024;
-constexpr int kSends = 64;  // 4 MiB: more than loopback socket buffers hold
+// 8 MiB in all, about twice what the kernel holds for an unread loopback stream: the
+// sender's buffer autotunes up to tcp_wmem's maximum (4 MiB by default) and the receiver's
+// takes ~128 KiB more. At 4 MiB the fill was marginal: a sender whose writes pack the
+// socket's buffers tightly (the whole backlog in one sendmsg) got every send in.
+constexpr size_t kMsg = 128 * 1024;
+constexpr int kSends = 64;
 constexpr int kRecvs = 4;
 
 fi_info *msg_info_at(const char *node, const char *service, uint64_t flags)

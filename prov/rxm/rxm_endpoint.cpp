@@ -596,14 +596,19 @@ void RxmEndpoint::progress()
 	// before close detached us, so this runs before shutdown_all, never after the free.
 	if (!enabled() || !core_cq_)
 		return;
-	// The core EQ (connection management) is read when the core CQ had nothing, or at
-	// least every cm_progress_interval while data keeps coming: reading it costs a
-	// system call (the core fabric's progress) that a busy data path should not pay on
-	// every call. A blocking reader always goes through an idle call before it sleeps.
+	// The core EQ (connection management) is read on every call while a connection is
+	// being set up; otherwise at least every kIdleEqInterval while the core CQ has nothing
+	// and every cm_progress_interval while data keeps coming. Reading it costs a system
+	// call (the core fabric's progress): a spinning reader calling in a loop paid that on
+	// every empty pass, doubling what a pass costs. A new peer's connection request or a
+	// lost connection is still seen within kIdleEqInterval of an idle reader; a blocking
+	// reader that wakes for one spins at most that long before the read.
 	bool busy = drain_core_cq() > 0;
 	auto now = std::chrono::steady_clock::now();
-	if (!busy || conn_timers_active_ ||
-	    now - last_eq_read_ >= std::chrono::microseconds(params().cm_progress_interval_us)) {
+	auto interval = std::chrono::microseconds(params().cm_progress_interval_us);
+	if (!busy)
+		interval = std::min<std::chrono::microseconds>(interval, kIdleEqInterval);
+	if (conn_timers_active_ || now - last_eq_read_ >= interval) {
 		last_eq_read_ = now;
 		drain_core_eq();
 	}

@@ -306,10 +306,13 @@ private:
 
 	// Small messages arrive with their header in one recv into the stage (and the next
 	// headers with them); payloads of kStageSize or more go straight to their buffers.
+	// 4 KiB: a message of up to ~4 KiB (rxm's header and a 1 KiB payload, say) costs one
+	// recv and a copy; at 512 bytes such a message took a recv for its start and a readv
+	// for the rest. The stage is one per thread; a connection keeps only unread leftovers.
 	// During progress_rx the stage is the thread's shared one; bytes left in it when the
 	// call ends move to `kept_` (stage_len_ bytes, allocated only then and of just that
 	// size), so an idle connection carries none and a waiting one only what it read.
-	static constexpr size_t kStageSize = 512;
+	static constexpr size_t kStageSize = 4096;
 	uint8_t *stage_ = nullptr;
 	std::unique_ptr<uint8_t[]> kept_;
 	bool stage_shared_ = false;

@@ -143,7 +143,7 @@ namespace {
 // The stage a progress_rx call reads into: one per thread (calls for different connections
 // run one after the other), taken by a nested call only if none is running.
 struct SharedStage {
-	uint8_t bytes[512];
+	uint8_t bytes[4096];
 	bool busy = false;
 };
 thread_local SharedStage shared_stage;

@@ -103,7 +103,7 @@ protected:
 	}
 
 	RxQueue shared{4};
-	std::vector<uint8_t> buffer = std::vector<uint8_t>(4096);
+	std::vector<uint8_t> buffer = std::vector<uint8_t>(16384);
 	RecordingOwner owner[2];
 	std::unique_ptr<Connection> conn[2];
 	int peer[2] = {-1, -1};
@@ -111,9 +111,9 @@ protected:
 
 TEST_F(ParkTest, StalledHolderGivesItsReceiveAndResumesIntact)
 {
-	std::vector<uint8_t> slow = pattern(3000, 1), quick = pattern(700, 99);
+	std::vector<uint8_t> slow = pattern(9000, 1), quick = pattern(700, 99);
 	post();
-	send_start(0, slow, 1200); // more than the 512-byte stage: read straight into the buffer
+	send_start(0, slow, 5000); // more than the 4 KiB stage: read straight into the buffer
 	conn[0]->progress_rx();
 	ASSERT_TRUE(shared.empty()); // taken by stream 0, which now waits for the rest
 
@@ -129,7 +129,7 @@ TEST_F(ParkTest, StalledHolderGivesItsReceiveAndResumesIntact)
 	EXPECT_FALSE(shared.empty());
 	EXPECT_TRUE(owner[0].rx.empty());
 
-	send_rest(0, slow, 1200);
+	send_rest(0, slow, 5000);
 	conn[0]->progress_rx();
 	ASSERT_EQ(1u, owner[0].rx.size());
 	EXPECT_EQ(0, owner[0].rx[0].err);

@@ -28,13 +28,17 @@ class Ports:
         return p
 
 
-def lib_env(which, build):
-    """Environment loading our library (build/.libs first) or the system's (no path)."""
+def lib_env(which, build, against=None):
+    """Environment loading our library (build/.libs first) or the system's (no path).
+    against: another build tree of ours that stands in for the system library (bench
+    --against: an A/B of two of our builds, e.g. before/after a change)."""
     env = dict(os.environ)
     env.pop("LD_LIBRARY_PATH", None)
     env.pop("FI_PROVIDER", None)
     if which == "ours":
         env["LD_LIBRARY_PATH"] = os.path.join(build, ".libs")
+    elif against:
+        env["LD_LIBRARY_PATH"] = os.path.join(against, ".libs")
     return env
 
 
@@ -56,11 +60,15 @@ def resolved_libfabric(binary, env):
     return os.path.realpath(m.group(1)) if m else "?"
 
 
-def check_libraries(binary, envs, build):
+def check_libraries(binary, envs, build, against=None):
     """Honesty check: each side must really load the library it claims to measure.
     Returns {lib: resolved path} or exits."""
     resolved = {lib: resolved_libfabric(binary, env) for lib, env in envs.items()}
-    if resolved["system"] != os.path.realpath(SYSTEM_LIB):
+    if against:
+        if not resolved["system"].startswith(os.path.realpath(against)):
+            sys.exit(f"bench: with --against's .libs first the binaries load "
+                     f"{resolved['system']}")
+    elif resolved["system"] != os.path.realpath(SYSTEM_LIB):
         sys.exit(f"bench: without LD_LIBRARY_PATH the binaries load {resolved['system']}, "
                  f"not the system's {SYSTEM_LIB} (is an rpath set?)")
     if not resolved["ours"].startswith(build):

@@ -116,6 +116,8 @@ def run_from_host(cfg, srcdir, timeout_s):
                   "--timeout", str(timeout_s), "--smp", str(VM_SMP),
            "--", "python3", os.path.join(srcdir, "fabtests", "scripts", "bench"),
            "--vm-guest", out, "--build", cfg.build, "--reps", str(cfg.reps)]
+    if cfg.against:
+        cmd += ["--against", cfg.against]
     if cfg.quick:
         cmd.append("--quick")
     print(f"Soft-RoCE VM part (budget {timeout_s // 60} min)...", file=sys.stderr, flush=True)
@@ -283,9 +285,10 @@ def guest_main(cfg, out_path, bins):
         data["skipped"] = f"no {RXE_DEV} in the VM"
         json.dump(data, open(out_path, "w"))
         return 1
-    envs = {lib: dict(lib_env(lib, cfg.build), **VM_ENV) for lib in ("ours", "system")}
+    envs = {lib: dict(lib_env(lib, cfg.build, cfg.against), **VM_ENV)
+            for lib in ("ours", "system")}
     data["env"] = VM_ENV
-    data["resolved"] = check_libraries(bins["fi_msg_pingpong"], envs, cfg.build)
+    data["resolved"] = check_libraries(bins["fi_msg_pingpong"], envs, cfg.build, cfg.against)
     log_path = out_path + ".log"
     results, limits = {}, {}
     with open(log_path, "w", buffering=1) as log:   # line-buffered: readable while it runs

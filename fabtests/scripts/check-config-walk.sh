@@ -6,7 +6,7 @@ set -u
 : "${top_builddir:?run from make check (top_builddir unset)}"
 walker="$top_builddir/fabtests/functional/fi_config_walk"
 [ -x "$walker" ] || { echo "no $walker"; exit 77; }
-cases=${CONFIG_WALK_CASES:-"tcp:msg tcp;ofi_rxm:rdm"}
+cases=${CONFIG_WALK_CASES:-"tcp:msg tcp;ofi_rxm:rdm shm:msg shm;ofi_rxm:rdm"}
 status=0
 for c in $cases; do
 	prov=${c%%:*} ep=${c##*:}

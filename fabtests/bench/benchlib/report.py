@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import sys
 
-from . import tables, vm, wire_report
+from . import samehost_report, tables, vm, wire_report
 from .tables import fmt, med
 
 
@@ -126,7 +126,7 @@ def write(cfg, run, out_path):
           load_note("Host load", run["load"][0], run["load"][1], os.cpu_count() or 1), ""]
     if cfg.concurrent_note:
         md += [cfg.concurrent_note, ""]
-    md += ["## Targets (issues 7 and 19)", "", "| target | measured | verdict |", "|---|---|---|"]
+    md += ["## Targets (issues 7, 19 and 20)", "", "| target | measured | verdict |", "|---|---|---|"]
     for name, v, verdict in run["targets"]:
         md.append(f"| {name} | {fmt(v, 3)} | {verdict} |")
     md += ["", "<!-- diagnosis:begin -->", cfg.diagnosis, "<!-- diagnosis:end -->", ""]
@@ -139,6 +139,8 @@ def write(cfg, run, out_path):
             md += tables.rate_table(results, prov) + [""]
     if run.get("wire"):
         md += wire_report.section(run["wire"])
+    if run.get("samehost"):
+        md += samehost_report.section(run["samehost"])
     if run["vm"] is not None:
         md += vm_section(run["vm"], *run["vm_decoded"], vm.limit_runs(run["vm"]))
     md += ["## Scale: connecting N peers over tcp;ofi_rxm", "",

@@ -68,11 +68,13 @@ def run_raw(baseline_bin, kind, size, count, log):
     return {"usec_xfer": float(m.group(1)), "MB_sec": float(m.group(2))}
 
 
-def run_ucx(test, size, count, ports, log):
-    """ucx_perftest over tcp on lo: {usec_xfer, MB_sec, kmsg_sec} or None. tag_lat's
-    overall latency is already half a round trip."""
+def run_ucx(test, size, count, ports, log, tls="tcp"):
+    """ucx_perftest over `tls` (tcp on lo, or sm): {usec_xfer, MB_sec, kmsg_sec} or None.
+    tag_lat's overall latency is already half a round trip."""
     port = ports.take()
-    env = dict(os.environ, UCX_TLS="tcp", UCX_NET_DEVICES="lo")
+    env = dict(os.environ, UCX_TLS=tls)
+    if tls == "tcp":
+        env["UCX_NET_DEVICES"] = "lo"
     args = ["-t", test, "-s", str(size), "-n", str(count), "-p", str(port), "-f"]
     out = run_tool_pair(["ucx_perftest"] + args, ["ucx_perftest", "127.0.0.1"] + args,
                         port, log, 120, env=env)
@@ -87,10 +89,13 @@ def run_ucx(test, size, count, ports, log):
     return None
 
 
-def run_mpi(cfg, log):
-    """{transport: {size: (lat_us, rate_mps)}} from mpi-bench.sh, or a reason."""
+def run_mpi(cfg, log, transports=None):
+    """{transport: {size: (lat_us, rate_mps)}} from mpi-bench.sh (its default transports,
+    or those named), or a reason."""
     script = os.path.join(cfg.srcdir, "fabtests", "bench", "mpi-bench.sh")
     env = dict(os.environ, top_builddir=cfg.build, top_srcdir=cfg.srcdir)
+    if transports:
+        env["MPI_BENCH_TRANSPORTS"] = " ".join(transports)
     try:
         p = subprocess.run(["sh", script, str(cfg.reps)], env=env, capture_output=True,
                            text=True, timeout=1200)

@@ -1,0 +1,81 @@
+"""The same-host part (issue 20): two processes of one host, ours with and without shared
+memory beside what a user would pick instead, everything busy-polling.
+
+Libraries, run alternately within each repetition at each size (same fabtests binaries):
+  ours       tcp;ofi_rxm with its defaults: rxm moves a proven same-host peer onto shm
+             (FI_OFI_RXM_USE_SHM) and pulls large messages by process_vm_readv (CMA)
+  ours_net   tcp;ofi_rxm with FI_OFI_RXM_USE_SHM=0: loopback TCP, CMA rendezvous still on
+  ours_shm   shm;ofi_rxm: our shm provider named by the application
+  system     the system library's `shm` provider (FI_EP_RDM), what a 1.17 user picks today
+Beside each size: UCX's ucx_perftest tag_lat / tag_bw with UCX_TLS=sm. Then a blocking
+point (`-c sread`, 64 B) and, through a real client, mpi-bench.sh over the ofi MTL with
+ours (same-host paths on), Open MPI's vader BTL and pml ucx with UCX_TLS=sm,self.
+"""
+
+import sys
+
+from . import fabric, wire
+from .runner import Ports, median
+
+LAT_SIZES = [1, 64, 1024, 8192, 65536, 1048576]
+RATE_SIZES = [8, 1024]
+SREAD_SIZE = 64
+LIBS = ("ours", "ours_net", "ours_shm", "system")
+MPI_TRANSPORTS = ("ourslocal", "vader", "ucxsm")
+RXM = "tcp;ofi_rxm"
+
+
+def envs(cfg):
+    ours = dict(cfg.env["ours"])
+    for var in ("FI_OFI_RXM_USE_SHM", "FI_OFI_RXM_USE_CMA"):
+        ours.pop(var, None)   # the defaults are what is measured
+    return {"ours": ours, "ours_net": dict(ours, FI_OFI_RXM_USE_SHM="0"),
+            "ours_shm": ours, "system": dict(cfg.env["system"])}
+
+
+def prov_of(lib, prov):
+    return {"ours_shm": "shm;ofi_rxm", "system": "shm"}.get(lib, prov)
+
+
+def plan(quick):
+    lat = LAT_SIZES if not quick else [1, 64, 1024, 65536, 1048576]
+    points = [(RXM, "rdm", bench, size)
+              for bench in ("fi_msg_pingpong", "fi_tagged_pingpong") for size in lat]
+    points += [(RXM, "rdm", "fi_tagged_bw", size) for size in RATE_SIZES]
+    return points
+
+
+def run(cfg, bins, log):
+    """samehost = {"fabric": results as fabric.measure (libs above, -c spin), "sread":
+    the same at 64 B with -c sread, "ucx": {(test, size): rec} or a reason, "mpi":
+    mpi-bench.sh figures of MPI_TRANSPORTS or a reason}."""
+    count = wire.iterations(cfg.quick)
+    lib_envs = envs(cfg)
+    ucx = wire.ensure_ucx(log)
+    ucx_runs = {}
+    ports = Ports(cfg.port_base + 300, 100)
+
+    def beside(prov, bench, size):
+        if ucx and bench in ("fi_tagged_pingpong", "fi_tagged_bw"):
+            kind = "bw" if bench in fabric.BW_BENCHES else "pp"
+            test = "tag_lat" if kind == "pp" else "tag_bw"
+            ucx_runs.setdefault((test, size), []).append(
+                wire.run_ucx(test, size, count(kind, size), ports, log, tls="sm"))
+
+    points = [p for p in plan(cfg.quick) if p[2] in bins]
+    common = dict(libs=LIBS, prov_of=prov_of)
+    fab_ports = Ports(cfg.port_base + 400, 100)
+    results = fabric.measure(points, cfg.reps, bins, lib_envs, fab_ports,
+                             log, count, "spin", beside=beside, label="same host ", **common)
+    sread = fabric.measure([(RXM, "rdm", "fi_msg_pingpong", SREAD_SIZE)], cfg.reps, bins,
+                           lib_envs, fab_ports, log, count, "sread",
+                           label="same host sread ", **common)
+    keys = ("usec_xfer", "MB_sec", "kmsg_sec")
+    med = lambda recs: ({k: median([r.get(k) for r in recs if r]) for k in keys}
+                        if any(recs) else None)
+    out = {"fabric": results, "sread": sread,
+           "ucx": {k: med(v) for k, v in ucx_runs.items()} if ucx else "not installed"}
+    print("  same host: MPI (mpi-bench.sh: ourslocal, vader, ucxsm)...", file=sys.stderr,
+          flush=True)
+    out["mpi"] = wire.run_mpi(cfg, log, MPI_TRANSPORTS)
+    return out

@@ -10,6 +10,8 @@
 #   loopback  rxm's own loopback tests (prov/rxm/test/rxm_loopback) over "verbs;ofi_rxm",
 #   fabtests  fabtests/scripts/check-quick-vm.sh (the fabtests quick sets on verbs and
 #             verbs;ofi_rxm), when that script exists,
+#   walk      fabtests' configuration walker (fi_config_walk, its default subset: one info per
+#             configuration, FI_THREAD_SAFE) over "verbs;ofi_rxm" -e rdm and verbs -e msg,
 #   twohost   two VMs, two kernels, two rxe devices on one virtual wire: fi_pingpong over
 #             "verbs;ofi_rxm" (eager, SAR, rendezvous sizes) and verbs, server in one VM and
 #             client in the other (run-two-hosts.sh, started from here after the one-VM checks).
@@ -22,12 +24,14 @@
 # some of the checks.
 # Time under TCG: about 1 min for info+unit, 1.5 min for pingpong, 3 min for rxm, 1 min for
 # flood, 1.5 min for loopback, the quick sets' own budget (11 min) for fabtests, and
-# 1.5 min for twohost (two 1-CPU VMs at once).
+# about 1 min for walk, 1.5 min for twohost (two 1-CPU VMs at once).
 set -u
 
 if [ "${1:-}" = "--inside-vm" ]; then
   build=$2 checks=$3 src=$4
   export LD_LIBRARY_PATH="$build/.libs"
+  # These checks measure verbs: rxm's automatic same-host switch to shm stays off.
+  export FI_OFI_RXM_USE_SHM=0
   failures=0
   step() { echo "== $*"; }
   verdict() { if [ "$1" -eq 0 ]; then echo "PASS: $2"; else echo "FAIL: $2 (status $1)"; failures=$((failures + 1)); fi; }
@@ -118,6 +122,15 @@ if [ "${1:-}" = "--inside-vm" ]; then
     fi
   fi
 
+  if wanted walk; then
+    walker="$build/fabtests/functional/.libs/fi_config_walk"
+    for pe in "verbs;ofi_rxm:rdm" "verbs:msg"; do
+      step "fi_config_walk -p '${pe%%:*}' -e ${pe##*:} -s 192.0.2.1"
+      timeout 900 "$walker" -p "${pe%%:*}" -e "${pe##*:}" -s 192.0.2.1
+      verdict $? "fi_config_walk ${pe%%:*} ${pe##*:}"
+    done
+  fi
+
   echo "== $failures failure(s)"
   [ $failures -eq 0 ]
   exit $?
@@ -131,7 +144,7 @@ if [ ! -x "$build/prov/verbs/test/verbs_unit" ] || [ ! -e "$build/.libs/libfabri
   echo "run-in-vm: build libfabric.so and prov/verbs/test/verbs_unit in $build first (make check-verbs does)" >&2
   exit 1
 fi
-checks=" ${VERBS_VM_CHECKS:-info unit pingpong rxm flood loopback fabtests twohost} "
+checks=" ${VERBS_VM_CHECKS:-info unit pingpong rxm flood loopback fabtests walk twohost} "
 one_vm_checks=$(echo "$checks" | sed 's/ twohost / /')
 one_vm_rc=
 if [ -n "$(echo "$one_vm_checks" | tr -d ' ')" ]; then

@@ -13,6 +13,8 @@
 
 #include "prov/rxm/rxm_wire.h"
 
+#include <rdma/fi_endpoint.h>
+
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -47,6 +49,11 @@ bool cma_make_token(uint8_t (&token)[kCmaTokenSize]);
 // 0 when process offer.pid holds offer.token at offer.token_addr; otherwise a negative
 // errno of process_vm_readv (-EPERM, -ESRCH, -EFAULT, ...) or -FI_EIO for other bytes.
 int cma_check_peer(const CmaOffer &offer);
+
+// 0 when process pid holds the socket at the far end of this core connection
+// (rxm_cma_owner.h: kernel facts, from the endpoint's fi_getname and fi_getpeer); the
+// same-host rendezvous and the move to shm (rxm_shm.h) prove a peer's pid with it.
+int cma_check_connection_owner(struct fid_ep *core_ep, uint32_t pid);
 
 // Copies the first to_read bytes of the remote segments (lengths from segs, virtual
 // addresses in process pid from addr) into the local iov. 0 when all arrived; else a negative

@@ -119,12 +119,13 @@ void RxmEndpoint::mark_closed(RxmConn *conn)
 // and now and then while candidates wait), so scanning the pools is fine.
 bool RxmEndpoint::conn_referenced(const RxmConn *conn) const
 {
-	if (conn->state != ConnState::closed || conn->core_ep || conn->credit_waiting)
+	if (conn->state != ConnState::closed || conn->core_ep || conn->credit_waiting ||
+	    conn->shm_ep)
 		return true;
 	auto mapped = peers_.find(conn->peer_name);
 	if (mapped != peers_.end() && mapped->second == conn)
 		return true;
-	for (const auto *list : {&retired_, &closing_})
+	for (const auto *list : {&retired_, &closing_, &shm_retired_, &shm_closing_})
 		for (const RetiredCoreEp &r : *list)
 			if (r.conn == conn)
 				return true;
@@ -313,6 +314,7 @@ bool RxmEndpoint::drain_core_cq_until_empty()
 
 void RxmEndpoint::close_retired()
 {
+	close_shm_retired(); // before the core's: finish_core_held must see no shm completion
 	if (!retired_.empty()) {
 		std::vector<RetiredCoreEp> batch;
 		batch.swap(retired_);
@@ -573,6 +575,7 @@ void RxmEndpoint::on_connected(RxmConn *conn)
 {
 	if (conn->state == ConnState::closed)
 		return;
+	bool accepted = conn->state == ConnState::accepting;
 	conn->state = ConnState::connected;
 	conn->deadline = {};
 	conn->retry_at = {};
@@ -585,6 +588,8 @@ void RxmEndpoint::on_connected(RxmConn *conn)
 	start_flow_control(conn);
 	pump(conn);
 	post_pending_reads();
+	if (accepted)
+		shm_offer(conn); // the acceptor offers the move to shm (rxm_shm.cpp)
 }
 
 // The connection whose current core endpoint is fid. The fid is not dereferenced: events of
@@ -633,6 +638,7 @@ void RxmEndpoint::handle_eq_event(uint32_t event, const struct fi_eq_cm_entry *e
 			// Messages the peer sent before closing may still sit in the core CQ
 			// (followed by the receives the core flushed).
 			drain_core_cq_until_empty();
+			drain_shm_until_empty(); // and what it sent over shm, if it moved there
 			fail_conn(conn, -FI_ECONNRESET);
 		}
 		break;
@@ -679,6 +685,7 @@ void RxmEndpoint::fail_conn(RxmConn *conn, int err)
 	mark_closed(conn);
 	conn->close_error = err ? err : -FI_ECONNABORTED;
 	close_core(conn);
+	close_shm(conn);
 	auto it = peers_.find(conn->peer_name);
 	if (it != peers_.end() && it->second == conn)
 		peers_.erase(it);

@@ -33,6 +33,16 @@ enum class ConnState {
 	closed,
 };
 
+// Where a connection stands in moving to shared memory (rxm_shm.h).
+enum class ShmState : uint8_t {
+	none,       // not tried (yet), or FI_OFI_RXM_USE_SHM off
+	offered,    // acceptor of the core connection: our offer went out
+	connecting, // connector: fi_connect to the offered listener
+	accepting,  // acceptor: the peer's shm request was proved and accepted
+	connected,  // the shm connection is up
+	declined,   // a proof or setup step failed: the core for good
+};
+
 class RxmConn {
 public:
 	explicit RxmConn(RxmEndpoint *ep) : ep(ep) {}
@@ -58,6 +68,17 @@ public:
 	// process_vm_readv, -1 it does not, 0 not known yet.
 	int8_t cma_peer_pulls = 0;
 	int32_t cma_peer_pid = 0;
+
+	// Same-host switch (rxm_shm.h). Each direction moves on its own: tx_on_shm once our
+	// shm_moved marker went out on the core, peer_moved once the peer's arrived.
+	ShmState shm_state = ShmState::none;
+	struct fid_ep *shm_ep = nullptr;
+	bool shm_moved_queued = false;
+	bool tx_on_shm = false;
+	bool peer_moved = false;
+	uint8_t shm_secret[kShmSecretSize] = {};
+	Slab shm_rx_slab;
+	std::vector<RxBuffer> shm_rx;
 
 	Slab rx_slab;
 	std::vector<RxBuffer> rx;

@@ -389,6 +389,7 @@ void RxmEndpoint::register_wait_sources()
 
 void RxmEndpoint::unregister_wait_sources()
 {
+	shm_unregister_wait();
 	if (!wait_registered_)
 		return;
 	wait_registered_ = false;
@@ -425,7 +426,8 @@ int RxmEndpoint::core_trywait()
 	if (!core_cq_wait_.has_fds() || !core_eq_wait_.has_fds())
 		return -FI_EAGAIN;  // no fd to block on: the caller has to poll
 	struct fid *fids[] = {&core_cq_->fid, &core_eq_->fid};
-	return fi_trywait(core_fabric_, fids, 2);
+	int ret = fi_trywait(core_fabric_, fids, 2);
+	return ret || shm_may_sleep() ? ret : -FI_EAGAIN;
 }
 
 bool RxmEndpoint::core_may_sleep()
@@ -433,15 +435,18 @@ bool RxmEndpoint::core_may_sleep()
 	if (!core_cq_ || !core_eq_ || !core_cq_wait_.has_fds() || !core_eq_wait_.has_fds())
 		return true;
 	struct fid *fids[] = {&core_cq_->fid, &core_eq_->fid};
-	return fi_trywait(core_fabric_, fids, 2) != -FI_EAGAIN;
+	return fi_trywait(core_fabric_, fids, 2) != -FI_EAGAIN && shm_may_sleep();
 }
 
 void RxmEndpoint::shutdown_all()
 {
 	unregister_wait_sources();
 	for (auto &conn : conns_)
-		if (conn)
+		if (conn) {
 			close_core(conn.get());
+			close_shm(conn.get());
+		}
+	close_shm_side();
 	for (RetiredCoreEp &r : retired_)
 		fi_close(&r.ep->fid);
 	retired_.clear();
@@ -604,6 +609,8 @@ void RxmEndpoint::progress()
 	// lost connection is still seen within kIdleEqInterval of an idle reader; a blocking
 	// reader that wakes for one spins at most that long before the read.
 	bool busy = drain_core_cq() > 0;
+	if (shm_)
+		busy |= shm_progress() > 0;
 	auto now = std::chrono::steady_clock::now();
 	auto interval = std::chrono::microseconds(params().cm_progress_interval_us);
 	if (!busy)
@@ -638,13 +645,18 @@ void RxmEndpoint::progress()
 
 size_t RxmEndpoint::drain_core_cq()
 {
+	return drain_cq(core_cq_);
+}
+
+size_t RxmEndpoint::drain_cq(struct fid_cq *cq)
+{
 	fi_cq_data_entry comps[16];
 	size_t handled = 0;
 	for (int round = 0; round < 8; round++) {
-		ssize_t n = fi_cq_read(core_cq_, comps, 16);
+		ssize_t n = fi_cq_read(cq, comps, 16);
 		if (n == -FI_EAVAIL) {
 			fi_cq_err_entry err{};
-			if (fi_cq_readerr(core_cq_, &err, 0) != 1)
+			if (fi_cq_readerr(cq, &err, 0) != 1)
 				break;
 			handled++;
 			auto *ctx = static_cast<CoreContext *>(err.op_context);

@@ -15,6 +15,7 @@
 #include "prov/rxm/rxm_cma.h"
 #include "prov/rxm/rxm_conn.h"
 #include "prov/rxm/rxm_core_wait.h"
+#include "prov/rxm/rxm_shm.h"
 #include "prov/rxm/rxm_matcher.h"
 #include "prov/rxm/rxm_av.h"
 #include "prov/rxm/rxm_cntr.h"
@@ -198,6 +199,7 @@ private:
 	bool byte_stream_core() const; // the core is a socket byte stream (tcp)
 	void shutdown_all();
 	size_t drain_core_cq(); // returns how many completions it handled
+	size_t drain_cq(struct fid_cq *cq); // the core's or the shm side's
 	void drain_core_eq();
 	void handle_core_eq_event(CoreEqEvent &ev);
 	int open_core_queues();
@@ -386,6 +388,49 @@ private:
 	bool check_cma_offer(RxmConn *conn, std::span<const uint8_t> bytes, CmaOffer *offer);
 	// true: the rendezvous of op was pulled by process_vm_readv and op completed.
 	bool pull_by_cma(RecvOp *op, const uint64_t *cma_addr);
+
+	// Same-host peers over shm (rxm_shm.cpp, README.md "Same-host peers over shm").
+	// The endpoint a connection's sends take: the core until our shm_moved marker left.
+	struct fid_ep *tx_ep(const RxmConn *conn) const
+	{
+		return conn->tx_on_shm ? conn->shm_ep : conn->core_ep;
+	}
+	size_t tx_iov_limit(const RxmConn *conn) const
+	{
+		return conn->tx_on_shm ? shm_->iov_limit : core_iov_limit_;
+	}
+	bool shm_wanted() const; // FI_OFI_RXM_USE_SHM and a core the switch works over
+	int open_shm();          // the endpoint's shm side, on first use
+	void close_shm_side();   // shutdown_all: after every connection's shm endpoint
+	void shm_register_wait();
+	void shm_unregister_wait();
+	bool shm_may_sleep();
+	size_t shm_progress();
+	void drain_shm_eq();
+	void drain_shm_until_empty();
+	void shm_offer(RxmConn *conn);    // acceptor of a core connection, once it is up
+	void handle_shm_offer(RxmConn *conn, std::span<const uint8_t> payload);
+	void handle_shm_moved(RxmConn *conn);
+	void handle_shm_connreq(const struct fi_eq_cm_entry *entry, size_t data_len);
+	void handle_shm_event(uint32_t event, const struct fi_eq_cm_entry *entry, size_t len);
+	void handle_shm_error(const struct fi_eq_err_entry &err);
+	void shm_up(RxmConn *conn);       // FI_CONNECTED on its shm endpoint
+	void shm_commit(RxmConn *conn);   // queues our shm_moved marker
+	void post_shm_rx(RxmConn *conn);
+	// A failure of the shm side: before the switch the connection stays on the core for
+	// good; after it, the whole connection fails.
+	void shm_failed(RxmConn *conn, int err, const char *why);
+	void close_shm(RxmConn *conn);    // closes its shm endpoint and frees its buffers
+	RxmConn *conn_of_shm(fid_t fid) const;
+	void close_shm_retired(); // close_retired: retired shm endpoints, then their buffers
+	std::unique_ptr<ShmPath> shm_;
+	bool shm_open_failed_ = false;
+	std::vector<RetiredCoreEp> shm_retired_;  // closed by close_shm_retired
+	std::vector<RetiredCoreEp> shm_closing_;  // closed; buffers freed once the CQ was empty
+	std::vector<fid_t> shm_just_closed_;      // their stale EQ events are dropped
+	size_t shm_setups_ = 0;  // shm connections being set up: the shm EQ is read every call
+	std::chrono::steady_clock::time_point shm_eq_read_{};
+	void set_shm_state(RxmConn *conn, ShmState state);
 
 	struct fid_fabric *core_fabric_ = nullptr;
 	struct fid_eq *core_eq_ = nullptr;

@@ -47,6 +47,7 @@ struct RxBuffer {
 	CoreContext core;
 	RxmConn *conn;
 	uint8_t *data;
+	bool on_shm = false; // posted to the connection's shm endpoint (rxm_shm.h)
 };
 
 // A bounce buffer carrying one wire message (header + payload) to the core.

@@ -46,6 +46,11 @@ void define_params()
 			"On connections whose peer pulls by process_vm_readv (see use_cma), "
 			"messages larger than this use rendezvous instead of eager or SAR "
 			"(default %zu).", g_params.cma_rndv_min);
+	fi_param_define(&rxm_prov, "use_shm", FI_PARAM_BOOL,
+			"Move the traffic of a peer proved to run on this host (same user, same "
+			"network namespace, holding the far end of our connection) to shared "
+			"memory (the shm provider) once its connection is up; both peers must "
+			"have it on, else they stay on the core (default: no).");
 	fi_param_define(&rxm_prov, "use_srx", FI_PARAM_BOOL,
 			"Post receive buffers once per endpoint to a shared receive context of the "
 			"core provider instead of msg_rx_size buffers per connection, so memory does "
@@ -107,6 +112,8 @@ void read_params()
 		g_params.use_cma_set = true;
 	}
 	read_size("cma_rndv_min", &g_params.cma_rndv_min, 0);
+	if (fi_param_get_bool(&rxm_prov, "use_shm", &b) == 0)
+		g_params.use_shm = b != 0;
 	if (fi_param_get_bool(&rxm_prov, "use_srx", &b) == 0)
 		g_params.use_srx = b != 0;
 	if (fi_param_get_bool(&rxm_prov, "data_auto_progress", &b) == 0)

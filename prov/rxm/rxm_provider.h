@@ -38,6 +38,9 @@ struct RxmParams {
 	// two small messages costs more than eager's two socket copies; from 64 KiB on it costs
 	// less, at 48 KiB about the same.
 	size_t cma_rndv_min = 32768;
+	// Same-host peers move to shared memory (rxm_shm.h) once proved local; both sides must
+	// have it on.
+	bool use_shm = false;
 	bool use_srx = true;         // one shared receive context per endpoint when the core has it
 	bool data_auto_progress = false;
 	int conn_timeout_s = 30;     // connection setup limit; 0: wait as long as it takes

@@ -396,7 +396,8 @@ bool RxmEndpoint::repost(RxBuffer *buf)
 				 fi_strerror(static_cast<int>(-ret)));
 		return false; // shared buffers carry no connection credits (cores without flow control)
 	}
-	if (conn->state == ConnState::closed || !conn->core_ep)
+	struct fid_ep *ep = buf->on_shm ? conn->shm_ep : conn->core_ep;
+	if (conn->state == ConnState::closed || !ep)
 		return false;
 	if (conn->rx_held) {
 		// Over its unexpected budget: the peer gets this buffer (and its credit) back
@@ -404,9 +405,8 @@ bool RxmEndpoint::repost(RxBuffer *buf)
 		conn->held_rx.push_back(buf);
 		return false;
 	}
-	void *desc = conn->rx_mr ? fi_mr_desc(conn->rx_mr) : nullptr;
-	ssize_t ret = fi_recv(conn->core_ep, buf->data, kWireHeaderSize + eager_limit_, desc, 0,
-			      &buf->core);
+	void *desc = conn->rx_mr && !buf->on_shm ? fi_mr_desc(conn->rx_mr) : nullptr;
+	ssize_t ret = fi_recv(ep, buf->data, kWireHeaderSize + eager_limit_, desc, 0, &buf->core);
 	// -FI_ENOTCONN: the core's stream ended and its FI_SHUTDOWN is on the way (the
 	// messages drained before it are still handled); nothing to warn about.
 	if (ret && ret != -FI_ENOTCONN)
@@ -496,6 +496,12 @@ void RxmEndpoint::handle_message(RxmConn *conn, const WireHeader &hdr,
 		break;
 	case WireOp::collective:
 		handle_collective(conn, hdr, payload);
+		break;
+	case WireOp::shm_offer:
+		handle_shm_offer(conn, payload);
+		break;
+	case WireOp::shm_moved:
+		handle_shm_moved(conn);
 		break;
 	}
 }

@@ -18,7 +18,7 @@ namespace rxm {
 
 // The pid must own the socket at the far end of this very connection (rxm_cma_owner.h) before
 // its token is even read: the token proves an address space, not who is talking to us.
-static int check_peer_owns_connection(struct fid_ep *core_ep, uint32_t pid)
+int cma_check_connection_owner(struct fid_ep *core_ep, uint32_t pid)
 {
 	if (!core_ep)
 		return -FI_ENOTCONN;
@@ -43,7 +43,7 @@ bool RxmEndpoint::check_cma_offer(RxmConn *conn, std::span<const uint8_t> bytes,
 	const CmaOffer &offer = *decoded;
 	if (conn->cma_peer_pid != 0)
 		return true; // proved (or refused) on the connection's first offer
-	int ret = cma_ ? check_peer_owns_connection(conn->core_ep, offer.pid) : -FI_ENOSYS;
+	int ret = cma_ ? cma_check_connection_owner(conn->core_ep, offer.pid) : -FI_ENOSYS;
 	if (!ret)
 		ret = cma_check_peer(offer);
 	if (ret) {

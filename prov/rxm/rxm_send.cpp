@@ -326,7 +326,7 @@ void RxmEndpoint::pump(RxmConn *conn)
 // the op stays at the front of the queue and is retried from progress.
 bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 {
-	void *tx_desc = tx_mr_ ? fi_mr_desc(tx_mr_) : nullptr;
+	void *tx_desc = tx_mr_ && !conn->tx_on_shm ? fi_mr_desc(tx_mr_) : nullptr;
 	switch (op->kind) {
 	case TxKind::control:
 		if (!op->prepared) {
@@ -356,7 +356,7 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 		stamp_conn_id(buf->data, conn->peer_conn_id);
 		ssize_t ret = op->zero_copy ? send_direct(conn, buf, op->iov, op->iov_count, 0,
 							 op->total_len)
-					    : fi_send(conn->core_ep, buf->data, buf->len, tx_desc, 0,
+					    : fi_send(tx_ep(conn), buf->data, buf->len, tx_desc, 0,
 						      &buf->core);
 		if (ret == -FI_EAGAIN) {
 			return_send_credit(conn);
@@ -370,6 +370,8 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 		buf->conn = conn;
 		op->prepared = nullptr;
 		op->outstanding++;
+		if (op->hdr.op == WireOp::shm_moved)
+			conn->tx_on_shm = true; // the marker ends this direction on the core
 		if (op->kind == TxKind::rndv || op->kind == TxKind::atomic ||
 		    (op->hdr.flags & wire_flag::delivery_complete))
 			conn->awaiting.push_back(op); // completes on the receiver's answer
@@ -405,7 +407,7 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 				gather(op->iov, op->iov_count, op->queued_len,
 				       buf->data + kWireHeaderSize, n);
 				buf->len = kWireHeaderSize + n;
-				ret = fi_send(conn->core_ep, buf->data, buf->len, tx_desc, 0,
+				ret = fi_send(tx_ep(conn), buf->data, buf->len, tx_desc, 0,
 					      &buf->core);
 			}
 			if (ret == -FI_EAGAIN) {
@@ -537,10 +539,10 @@ ssize_t RxmEndpoint::send_direct(RxmConn *conn, TxBuffer *buf, const struct iove
 	void *desc[kMaxCoreIov] = {};
 	size_t used = 0;
 	pieces[0] = {buf->data, kWireHeaderSize};
-	if (!slice_iov(iov, count, from, len, pieces + 1, core_iov_limit_ - 1, &used))
+	if (!slice_iov(iov, count, from, len, pieces + 1, tx_iov_limit(conn) - 1, &used))
 		return -FI_E2BIG;
 	buf->len = kWireHeaderSize; // the header; the payload stays in the application's memory
-	return fi_sendv(conn->core_ep, pieces, desc, used + 1, 0, &buf->core);
+	return fi_sendv(tx_ep(conn), pieces, desc, used + 1, 0, &buf->core);
 }
 
 bool RxmEndpoint::send_control(RxmConn *conn, WireOp wire_op, uint64_t msg_id, uint16_t flags)

@@ -78,10 +78,9 @@ void RxmEndpoint::maybe_release_peer(RxmConn *conn)
 	}
 	RXM_INFO(FI_LOG_EP_DATA, "peer %s: reading it again\n",
 		 describe_address(conn->peer_name.view()).c_str());
-	if (srx_) {
+	if (srx_)
 		domain_->rx_hold()->release(conn->core_ep);
-		return;
-	}
+	// Without srx_ these are all its buffers; with it, those of its shm connection.
 	std::vector<RxBuffer *> held;
 	held.swap(conn->held_rx);
 	for (RxBuffer *buf : held)

@@ -62,6 +62,10 @@ static bool header_is_consistent(const WireHeader &h)
 	case WireOp::collective:
 		// Steps are 32 bits (util::coll::Group); the payload is the whole message.
 		return h.total_len == h.payload_len && h.offset <= UINT32_MAX;
+	case WireOp::shm_offer:
+		return h.payload_len == kShmOfferSize && h.total_len == 0 && h.offset == 0;
+	case WireOp::shm_moved:
+		return h.payload_len == 0 && h.total_len == 0 && h.offset == 0;
 	}
 	return false;
 }

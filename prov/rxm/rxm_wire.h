@@ -25,9 +25,11 @@ enum class WireOp : uint8_t {
 	rndv_write_ready, // write-based rendezvous: receiver exposes its buffers to the sender
 	collective,       // one message of a collective (rxm_coll.h): tag = group wire id,
 			  // msg_id = sequence, offset = step, payload = data
+	shm_offer,        // same-host switch (rxm_shm.h): our shm listener's name and a secret
+	shm_moved,        // same-host switch: the last message of this direction on the core
 };
 constexpr uint8_t kWireOpFirst = static_cast<uint8_t>(WireOp::eager);
-constexpr uint8_t kWireOpLast = static_cast<uint8_t>(WireOp::collective);
+constexpr uint8_t kWireOpLast = static_cast<uint8_t>(WireOp::shm_moved);
 
 namespace wire_flag {
 constexpr uint16_t remote_cq_data = 1 << 0;    // cq_data is meaningful
@@ -82,6 +84,13 @@ constexpr size_t kRndvMaxSegments = 4;
 constexpr size_t rndv_payload_size(size_t count) { return 8 + 24 * count; }
 // Size of the same-host offer that follows the segments of a request flagged wire_flag::cma.
 constexpr size_t kCmaOfferSize = 64;
+// Payload of shm_offer: the NUL-padded name of the sender's shm listener (32 bytes, shm's
+// fixed address length), the 16-byte secret a connector must present, the sender's id of
+// the connection (u32; the CM data has it only with shared receive contexts) and 4 zero
+// bytes (rxm_shm.h).
+constexpr size_t kShmNameSize = 32;
+constexpr size_t kShmSecretSize = 16;
+constexpr size_t kShmOfferSize = kShmNameSize + kShmSecretSize + 8;
 void encode_rndv(std::span<const RndvSegment> segments, uint8_t *out);
 // Checks that the segments sum to total_len; returns 0 or -FI_EIO.
 int decode_rndv(std::span<const uint8_t> payload, uint64_t total_len,

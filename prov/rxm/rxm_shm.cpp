@@ -338,7 +338,8 @@ void RxmEndpoint::shm_failed(RxmConn *conn, int err, const char *why)
 	RXM_INFO(FI_LOG_EP_CTRL, "conn %p: %s (%s): it stays on the core\n",
 		 static_cast<void *>(conn), why, fi_strerror(-err));
 	close_shm(conn);
-	set_shm_state(conn, ShmState::declined);
+	if (conn->shm_state != ShmState::declined)
+		set_shm_state(conn, ShmState::declined);
 }
 
 void RxmEndpoint::shm_offer(RxmConn *conn)

@@ -43,6 +43,10 @@ fi_provider *(*volatile link_tcp)() = ofi_tcp_provider_init;
 fi_provider *(*volatile link_verbs)() = ofi_verbs_provider_init;
 #endif
 fi_provider *(*volatile link_rxm)() = ofi_rxm_provider_init;
+#ifdef HAVE_SHM
+// rxm opens shm for same-host peers with FI_OFI_RXM_USE_SHM=1 (rxm_shm_loopback.sh).
+fi_provider *(*volatile link_shm)() = ofi_shm_provider_init;
+#endif
 
 struct Completion {
 	fi_cq_tagged_entry entry{};

@@ -19,7 +19,7 @@ namespace rxm {
 
 // Receive buffers posted per shm connection: the ring keeps what finds none (backpressure),
 // so a few suffice; each one a message lands in becomes resident.
-constexpr size_t kShmRxBuffers = 8;
+constexpr size_t kShmRxBuffers = 4;
 
 struct ShmPath {
 	struct fi_info *info = nullptr;

@@ -96,6 +96,8 @@ struct Peer {
 		fi_freeinfo(info);
 	}
 
+	bool blocking = false; // a CQ with a wait object, read with fi_cq_sread
+
 	bool open(int to_peer, int from_peer)
 	{
 		fi_info *hints = fi_allocinfo();
@@ -115,6 +117,7 @@ struct Peer {
 		CHILD_CHECK(fi_av_open(domain, &av_attr, &av, nullptr) == 0, "fi_av_open");
 		fi_cq_attr cq_attr{};
 		cq_attr.format = FI_CQ_FORMAT_TAGGED;
+		cq_attr.wait_obj = blocking ? FI_WAIT_UNSPEC : FI_WAIT_NONE;
 		CHILD_CHECK(fi_cq_open(domain, &cq_attr, &cq, nullptr) == 0, "fi_cq_open");
 		CHILD_CHECK(fi_endpoint(domain, info, &ep, nullptr) == 0, "fi_endpoint");
 		CHILD_CHECK(fi_ep_bind(ep, &av->fid, 0) == 0, "bind av");
@@ -176,8 +179,9 @@ struct Peer {
 				sent++;
 			}
 			fi_cq_tagged_entry comp[8];
-			ssize_t n = fi_cq_read(cq, comp, 8);
-			if (n == -FI_EAGAIN)
+			ssize_t n = blocking ? fi_cq_sread(cq, comp, 8, nullptr, 1000)
+					     : fi_cq_read(cq, comp, 8);
+			if (n == -FI_EAGAIN || n == -FI_ETIMEDOUT)
 				continue;
 			if (n == -FI_EAVAIL) {
 				fi_cq_err_entry err{};
@@ -216,9 +220,10 @@ const std::vector<size_t> kAllSizes = {0,	  1,	   64,	    1000,    4096,   65536
 // One side of a pair: `first` sends a burst at once (the connection opens, and moves, under
 // it), the other answers likewise; then both wait for the move and check the tcp counters
 // over a second exchange of every size.
-bool run_peer(int to_peer, int from_peer, bool expect_shm)
+bool run_peer(int to_peer, int from_peer, bool expect_shm, bool blocking)
 {
 	Peer p;
+	p.blocking = blocking;
 	if (!p.open(to_peer, from_peer))
 		return false;
 	// During the switch: 200 messages each way, started at once.
@@ -244,12 +249,24 @@ bool run_peer(int to_peer, int from_peer, bool expect_shm)
 		// (rendezvous data is pulled by process_vm_readv: the small sizes count)
 		CHILD_CHECK(moved > 10000, "only %lu bytes over tcp, yet a side has shm off",
 			    static_cast<unsigned long>(moved));
+	if (blocking) {
+		// Readers asleep in fi_cq_sread wake for messages over shm: 50 one-message
+		// exchanges, each a sleep on both sides; a missed wake-up costs the 1 s timeout.
+		auto begin = Clock::now();
+		for (uint64_t seq = 40000; seq < 40050; seq++)
+			if (!p.exchange({64}, seq, true))
+				return false;
+		auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() -
+										    begin);
+		CHILD_CHECK(took.count() < 5000, "50 blocking exchanges took %lld ms",
+			    static_cast<long long>(took.count()));
+	}
 	// Both sides finish their last exchange before either closes.
 	return p.exchange({8}, 30000, true);
 }
 
 // Forks the two peers with their environments (space-separated NAME=VALUE); both must succeed.
-void run_pair(const char *env_a, const char *env_b, bool expect_shm)
+void run_pair(const char *env_a, const char *env_b, bool expect_shm, bool blocking = false)
 {
 	int ab[2], ba[2];
 	ASSERT_EQ(pipe(ab), 0);
@@ -270,8 +287,8 @@ void run_pair(const char *env_a, const char *env_b, bool expect_shm)
 					putenv(strdup(one.c_str()));
 				pos = end == std::string::npos ? assignments.size() : end + 1;
 			}
-			bool ok = side == 0 ? run_peer(ab[1], ba[0], expect_shm)
-					    : run_peer(ba[1], ab[0], expect_shm);
+			bool ok = side == 0 ? run_peer(ab[1], ba[0], expect_shm, blocking)
+					    : run_peer(ba[1], ab[0], expect_shm, blocking);
 			_exit(ok ? 0 : 1);
 		}
 	}
@@ -303,6 +320,13 @@ TEST(RxmShmSwitch, BothOnWithoutSharedReceiveContext)
 		GTEST_SKIP() << "the switch is tested over tcp;ofi_rxm";
 	run_pair("FI_OFI_RXM_USE_SHM=1 FI_OFI_RXM_USE_SRX=0",
 		 "FI_OFI_RXM_USE_SHM=1 FI_OFI_RXM_USE_SRX=0", true);
+}
+
+TEST(RxmShmSwitch, BlockingReadersSleepAndWake)
+{
+	if (!tcp_layering())
+		GTEST_SKIP() << "the switch is tested over tcp;ofi_rxm";
+	run_pair("FI_OFI_RXM_USE_SHM=1", "FI_OFI_RXM_USE_SHM=1", true, true);
 }
 
 TEST(RxmShmSwitch, OneSideOffStaysOnTcp)

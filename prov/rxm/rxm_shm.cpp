@@ -8,6 +8,7 @@
 #include "prov/rxm/rxm_domain.h"
 #include "prov/rxm/rxm_endpoint.h"
 #include "prov/rxm/rxm_provider.h"
+#include "prov/shm/shm_peer_ops.h"
 
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -168,6 +169,9 @@ int RxmEndpoint::open_shm()
 		path->eq_wait.fetch(&path->eq->fid);
 	}
 	path->polled = !path->cq_wait.has_fds() || !path->eq_wait.has_fds();
+	if (fi_open_ops(&path->domain->fid, OFI_SHM_PEER_OPS_NAME, 0,
+			reinterpret_cast<void **>(&path->peer_ops), nullptr) != 0)
+		path->peer_ops = nullptr;
 	shm_ = std::move(path);
 	RXM_INFO(FI_LOG_EP_CTRL, "shm side open, listening on %.*s\n",
 		 static_cast<int>(sizeof(shm_->name)), shm_->name);
@@ -491,6 +495,19 @@ void RxmEndpoint::shm_up(RxmConn *conn)
 	ShmState was = conn->shm_state;
 	if (was != ShmState::connecting && was != ShmState::accepting)
 		return;
+	if (was == ShmState::connecting && shm_->peer_ops) {
+		// The offer's listener name only claimed its pid: the kernel's, from the shm
+		// socket, must hold the far end of our core connection too, before we move.
+		pid_t pid = 0;
+		int ret = shm_->peer_ops->peer_pid(conn->shm_ep, &pid);
+		if (!ret)
+			ret = cma_check_connection_owner(conn->core_ep, static_cast<uint32_t>(pid));
+		if (ret) {
+			shm_failed(conn, ret, "shm listener does not hold the far end of the core "
+					      "connection");
+			return;
+		}
+	}
 	set_shm_state(conn, ShmState::connected);
 	// The connector moves first; the acceptor once the connector's marker said it moved
 	// (so a connector that found fault with the shm connection can still back out).

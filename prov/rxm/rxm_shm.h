@@ -15,6 +15,8 @@
 
 #include <cstdint>
 
+struct ofi_shm_peer_ops;
+
 namespace rxm {
 
 // Receive buffers posted per shm connection: the ring keeps what finds none (backpressure),
@@ -30,6 +32,8 @@ struct ShmPath {
 	struct fid_pep *pep = nullptr;
 	char name[kShmNameSize] = {}; // the listener's address, NUL-padded (what offers carry)
 	size_t iov_limit = 1;
+	// Our shm's kernel-given peer pid (prov/shm/shm_peer_ops.h); null over another shm.
+	struct ofi_shm_peer_ops *peer_ops = nullptr;
 	CoreWaitFds cq_wait;
 	CoreWaitFds eq_wait;
 	bool wait_registered = false;

@@ -12,6 +12,7 @@ public:
 	ShmDomain(ShmFabric &fabric, const struct fi_info *info, void *context);
 
 	int endpoint(struct fi_info *info, struct fid_ep **ep, void *context);
+	int ops_open(const char *name, uint64_t flags, void **ops, void *context); // shm_peer_ops.cpp
 };
 
 } // namespace shm

@@ -64,6 +64,7 @@ public:
 	int connect(const void *addr, const void *param, size_t paramlen);
 	int accept(const void *param, size_t paramlen);
 	int shutdown(uint64_t flags);
+	int peer_pid(pid_t *pid); // SO_PEERCRED of the connection's socket (shm_peer_ops.cpp)
 
 	// ---- fi_ops_msg (shm_endpoint_msg.cpp) ----
 	ssize_t recv(void *buf, size_t len, void *desc, fi_addr_t src_addr, void *context);

@@ -1,0 +1,65 @@
+// The shm domain's ops extension (shm_peer_ops.h): the kernel's word on who holds the other
+// end of a shm connection.
+#include "prov/shm/shm_peer_ops.h"
+
+#include "prov/shm/shm_domain.h"
+#include "prov/shm/shm_endpoint.h"
+#include "prov/util/fid_object.h"
+#include "prov/util/ops_tables.h"
+
+#include <rdma/fi_errno.h>
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace shm {
+
+namespace {
+
+int peer_pid(struct fid_ep *ep, pid_t *pid)
+{
+	auto *e = util::fid_cast<ShmEndpoint>(ep ? &ep->fid : nullptr, FI_CLASS_EP);
+	if (!e || !pid)
+		return -FI_EINVAL;
+	return e->peer_pid(pid);
+}
+
+struct ofi_shm_peer_ops peer_ops = {
+	sizeof(struct ofi_shm_peer_ops),
+	peer_pid,
+};
+
+} // namespace
+
+UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<ShmDomain>().ops_open);
+
+int ShmDomain::ops_open(const char *name, uint64_t flags, void **ops, void *)
+{
+	if (!name || !ops)
+		return -FI_EINVAL;
+	if (flags)
+		return -FI_EBADFLAGS;
+	if (std::strcmp(name, OFI_SHM_PEER_OPS_NAME) != 0)
+		return -FI_ENOSYS;
+	*ops = &peer_ops;
+	return 0;
+}
+
+int ShmEndpoint::peer_pid(pid_t *pid)
+{
+	util::LockGuard guard(domain().lock());
+	if (sock_ < 0 || state_ != State::connected)
+		return -FI_ENOTCONN;
+	ucred cred{};
+	socklen_t len = sizeof(cred);
+	if (getsockopt(sock_, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+		return -errno;
+	if (len != sizeof(cred) || cred.pid <= 0)
+		return -FI_EIO;
+	*pid = cred.pid;
+	return 0;
+}
+
+} // namespace shm

@@ -5,7 +5,9 @@
 set -u
 : "${top_builddir:?run from make check (top_builddir unset)}"
 here=$(cd "$(dirname "$0")" && pwd)
-providers=${FABTESTS_CHECK_PROVIDERS:-"tcp,tcp;ofi_rxm,shm,shm;ofi_rxm"}
+providers=${FABTESTS_CHECK_PROVIDERS:-"tcp,tcp;ofi_rxm,tcp;ofi_rxm+shm,shm,shm;ofi_rxm"}
+# "tcp;ofi_rxm+shm": tcp;ofi_rxm with FI_OFI_RXM_USE_SHM=1, so both processes of each test
+# move to shared memory once connected (prov/rxm/README.md, "Same-host peers over shm").
 # shm runs the RMA programs (fi_rma, fi_rma_bad_key, fi_rma_bw) itself, and under shm;ofi_rxm
 # every message above rxm's SAR limit (fi_bw -S ...1048576) is a rendezvous through shm's
 # fi_read: rxm offers its process_vm_readv rendezvous only over byte-stream cores.
@@ -16,7 +18,10 @@ status=0 ran=0
 IFS=,
 for prov in $providers; do
 	unset IFS
-	out=$("$here/runfabtests.sh" -t quick -T 30 -R "$port_base" "$prov" 2>&1)
+	use_shm=0
+	case $prov in *+shm) prov=${prov%+shm} use_shm=1 ;; esac
+	out=$(FI_OFI_RXM_USE_SHM=$use_shm "$here/runfabtests.sh" -t quick -T 30 -R "$port_base" \
+		"$prov" 2>&1)
 	rc=$?
 	echo "$out"
 	summary=$(echo "$out" | tail -n 1)

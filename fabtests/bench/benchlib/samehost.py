@@ -2,8 +2,8 @@
 memory beside what a user would pick instead, everything busy-polling.
 
 Libraries, run alternately within each repetition at each size (same fabtests binaries):
-  ours       tcp;ofi_rxm with its defaults: rxm moves a proven same-host peer onto shm
-             (FI_OFI_RXM_USE_SHM) and pulls large messages by process_vm_readv (CMA)
+  ours       tcp;ofi_rxm with FI_OFI_RXM_USE_SHM=1: rxm moves a proven same-host peer
+             onto shm, and pulls large messages by process_vm_readv (CMA, its default)
   ours_net   tcp;ofi_rxm with FI_OFI_RXM_USE_SHM=0: loopback TCP, CMA rendezvous still on
   ours_shm   shm;ofi_rxm: our shm provider named by the application
   system     the system library's `shm` provider (FI_EP_RDM), what a 1.17 user picks today
@@ -27,9 +27,9 @@ RXM = "tcp;ofi_rxm"
 
 def envs(cfg):
     ours = dict(cfg.env["ours"])
-    for var in ("FI_OFI_RXM_USE_SHM", "FI_OFI_RXM_USE_CMA"):
-        ours.pop(var, None)   # the defaults are what is measured
-    return {"ours": ours, "ours_net": dict(ours, FI_OFI_RXM_USE_SHM="0"),
+    ours.pop("FI_OFI_RXM_USE_CMA", None)   # its default (on over tcp) is what is measured
+    return {"ours": dict(ours, FI_OFI_RXM_USE_SHM="1"),
+            "ours_net": dict(ours, FI_OFI_RXM_USE_SHM="0"),
             "ours_shm": ours, "system": dict(cfg.env["system"])}
 
 

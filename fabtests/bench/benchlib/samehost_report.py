@@ -73,7 +73,7 @@ def mpi_table(mpi):
 def section(s):
     md = ["## Same-host peers (issue 20)", "",
           "Two processes of one host, fabtests with `-c spin`, run alternately at each size: "
-          "ours over tcp;ofi_rxm with its defaults (a proven same-host peer moves to shm; "
+          "ours over tcp;ofi_rxm with `FI_OFI_RXM_USE_SHM=1` (a proven same-host peer moves to shm; "
           "CMA for large messages), the same with `FI_OFI_RXM_USE_SHM=0` (loopback TCP), "
           "our shm;ofi_rxm, and the system library's `shm` RDM provider (same binaries); "
           "beside them UCX `ucx_perftest` with `UCX_TLS=sm`. Latency in usec (half round "

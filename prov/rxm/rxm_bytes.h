@@ -3,53 +3,56 @@
 #ifndef OFI_PROV_RXM_BYTES_H
 #define OFI_PROV_RXM_BYTES_H
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace rxm {
 
 inline void put_u8(uint8_t *p, uint8_t v) { p[0] = v; }
 
-inline void put_u16(uint8_t *p, uint16_t v)
+// The fields are little-endian on the wire. On a little-endian host each access is one
+// unaligned load or store: the byte loops this replaces cost ~300 instructions per rxm
+// header encode and ~400 per decode (callgrind, fabtests/bench/PROFILE-wire.md), on every
+// message of both sides.
+template <class T>
+inline T swap_bytes(T v)
 {
-	p[0] = static_cast<uint8_t>(v);
-	p[1] = static_cast<uint8_t>(v >> 8);
+	if constexpr (sizeof(T) == 2)
+		return static_cast<T>(__builtin_bswap16(v));
+	else if constexpr (sizeof(T) == 4)
+		return static_cast<T>(__builtin_bswap32(v));
+	else
+		return static_cast<T>(__builtin_bswap64(v));
 }
 
-inline void put_u32(uint8_t *p, uint32_t v)
+template <class T>
+inline void put_le(uint8_t *p, T v)
 {
-	for (int i = 0; i < 4; i++)
-		p[i] = static_cast<uint8_t>(v >> (8 * i));
+	if constexpr (std::endian::native == std::endian::big)
+		v = swap_bytes(v);
+	std::memcpy(p, &v, sizeof(v));
 }
 
-inline void put_u64(uint8_t *p, uint64_t v)
+template <class T>
+inline T get_le(const uint8_t *p)
 {
-	for (int i = 0; i < 8; i++)
-		p[i] = static_cast<uint8_t>(v >> (8 * i));
+	T v;
+	std::memcpy(&v, p, sizeof(v));
+	if constexpr (std::endian::native == std::endian::big)
+		v = swap_bytes(v);
+	return v;
 }
+
+inline void put_u16(uint8_t *p, uint16_t v) { put_le(p, v); }
+inline void put_u32(uint8_t *p, uint32_t v) { put_le(p, v); }
+inline void put_u64(uint8_t *p, uint64_t v) { put_le(p, v); }
 
 inline uint8_t get_u8(const uint8_t *p) { return p[0]; }
-
-inline uint16_t get_u16(const uint8_t *p)
-{
-	return static_cast<uint16_t>(p[0] | (p[1] << 8));
-}
-
-inline uint32_t get_u32(const uint8_t *p)
-{
-	uint32_t v = 0;
-	for (int i = 3; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-inline uint64_t get_u64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
+inline uint16_t get_u16(const uint8_t *p) { return get_le<uint16_t>(p); }
+inline uint32_t get_u32(const uint8_t *p) { return get_le<uint32_t>(p); }
+inline uint64_t get_u64(const uint8_t *p) { return get_le<uint64_t>(p); }
 
 } // namespace rxm
 

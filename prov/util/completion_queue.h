@@ -25,6 +25,7 @@
 
 #include <rdma/fi_eq.h>
 
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <vector>
@@ -33,6 +34,7 @@ namespace util {
 
 class CompletionQueue : public FidStorage<fid_cq>, public FidObject, public Waitable {
 public:
+	Waitable *waitable() noexcept override { return this; }
 	static constexpr size_t kDefaultSize = 1024;
 
 	// Throws util::Error(-FI_EINVAL/-FI_ENOSYS/...) for unsupported attributes.
@@ -52,7 +54,10 @@ public:
 	void write_error(const struct fi_cq_err_entry &error,
 			 fi_addr_t src_addr = FI_ADDR_NOTAVAIL);
 	size_t space();      // free ring slots
-	size_t queued();     // completions (and errors) waiting to be read
+	// Completions (and errors) waiting to be read, as of the last write or read: lock-free
+	// (a reader spinning on an empty queue checks it on every pass), so only a hint when
+	// other threads read or write concurrently.
+	size_t queued() const noexcept { return queued_.load(std::memory_order_acquire); }
 	size_t overruns() const noexcept { return overruns_; }
 
 	// ---- fi_ops_cq ----
@@ -113,6 +118,11 @@ private:
 	void push(Record &&record);
 	bool empty_locked() const noexcept { return ring_.empty() && overflow_.empty(); }
 	void pop_locked() noexcept;
+	// Publishes the entry count for queued() (lock held).
+	void publish_count() noexcept
+	{
+		queued_.store(ring_.size() + overflow_.size(), std::memory_order_release);
+	}
 	void refill_from_overflow() noexcept;
 	ssize_t read_locked(void *buf, size_t count, fi_addr_t *src_addr);
 	void copy_out(const Record &record, void *slot) const noexcept;
@@ -128,6 +138,7 @@ private:
 	Ring<Record> ring_;
 	std::deque<Record> overflow_;
 	size_t overruns_ = 0;
+	std::atomic<size_t> queued_{0};
 	// Holds the err_data handed out by the last fi_cq_readerr (valid until the next read).
 	std::vector<uint8_t> last_err_data_;
 	struct fid_wait *wait_set_ = nullptr;

@@ -18,6 +18,7 @@ namespace util {
 
 class Counter : public FidStorage<fid_cntr>, public FidObject, public Waitable {
 public:
+	Waitable *waitable() noexcept override { return this; }
 	Counter(Domain &domain, const struct fi_cntr_attr *attr, void *context);
 	~Counter() override;
 

@@ -27,6 +27,7 @@ namespace util {
 
 class EventQueue : public FidStorage<fid_eq>, public FidObject, public Waitable {
 public:
+	Waitable *waitable() noexcept override { return this; }
 	static constexpr size_t kDefaultSize = 256;
 
 	EventQueue(Fabric &fabric, const struct fi_eq_attr *attr, void *context);

@@ -105,7 +105,8 @@ int Fabric::trywait(struct fid **fids, int count)
 		case FI_CLASS_CQ:
 		case FI_CLASS_EQ:
 		case FI_CLASS_CNTR: {
-			auto *waitable = dynamic_cast<Waitable *>(fid_cast<FidObject>(fids[i]));
+			FidObject *object = fid_cast<FidObject>(fids[i]);
+			Waitable *waitable = object ? object->waitable() : nullptr;
 			if (!waitable)
 				return -FI_EINVAL;
 			int rc = waitable->trywait();

@@ -181,6 +181,34 @@ TEST_F(Fixture, CqOverrunKeepsEveryCompletion)
 	EXPECT_EQ(fi_close(&cq->fid), 0);
 }
 
+// queued() is the lock-free count fi_cq_read checks before it progresses: it must follow
+// every entry in and out, the overflow list and error entries included.
+TEST_F(Fixture, CqQueuedFollowsEveryEntry)
+{
+	struct fid_cq *cq = open_cq(FI_CQ_FORMAT_CONTEXT, 4);
+	util::CompletionQueue *q = object_of(cq);
+	EXPECT_EQ(q->queued(), 0u);
+	int contexts[10];
+	for (int &c : contexts)
+		q->write(&c, FI_SEND);
+	EXPECT_EQ(q->queued(), 10u); // 4 in the ring, 6 in the overflow list
+	struct fi_cq_entry entries[3];
+	ASSERT_EQ(fi_cq_read(cq, entries, 3), 3);
+	EXPECT_EQ(q->queued(), 7u);
+	q->write_error(error_entry(nullptr, FI_EIO, "x"));
+	EXPECT_EQ(q->queued(), 8u);
+	ssize_t n;
+	while ((n = fi_cq_read(cq, entries, 3)) > 0)
+		;
+	EXPECT_EQ(n, -FI_EAVAIL);
+	EXPECT_EQ(q->queued(), 1u);
+	struct fi_cq_err_entry err{};
+	ASSERT_EQ(fi_cq_readerr(cq, &err, 0), 1);
+	EXPECT_EQ(q->queued(), 0u);
+	EXPECT_EQ(fi_cq_read(cq, entries, 3), -FI_EAGAIN);
+	EXPECT_EQ(fi_close(&cq->fid), 0);
+}
+
 TEST_F(Fixture, CqReadfromReportsSourceAddresses)
 {
 	struct fid_cq *cq = open_cq(FI_CQ_FORMAT_MSG);

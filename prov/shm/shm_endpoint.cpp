@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace shm {
 namespace {
@@ -204,6 +205,36 @@ void ShmEndpoint::progress()
 	// A request that waited for room for its answer can be taken now that answers left.
 	if (rx_paused_ && !responses_.full() && drain_rx())
 		push_tx();
+}
+
+bool ShmEndpoint::before_sleep()
+{
+	if (state_ != State::connected)
+		return true;
+	// Something to send and no room: the consumer rings us when it frees a slot.
+	if (next_tx()) {
+		uint32_t free_slots = 0;
+		if (!tx_ring_.free_slots(&free_slots) || free_slots > 0 ||
+		    tx_ring_.wait_for_space())
+			return false; // room (or a corrupt tail, for progress to report)
+	}
+	uint32_t ready = 0;
+	if (!rx_ring_.ready_slots(&ready))
+		return false;
+	if (ready == 0) {
+		if (!rx_ring_.arm())
+			return true;
+		if (!rx_ring_.ready_slots(&ready))
+			return false;
+	}
+	// Slots wait: sleep only if progress could not take them either (a message with no
+	// receive posted, a request with no room for its answer); fi_recv or our freed
+	// transmit slots move them, not the peer.
+	if (incoming_.active)
+		return false;
+	SlotHeader header;
+	memcpy(&header, rx_ring_.slot(), sizeof(header));
+	return !ready_for(header.op);
 }
 
 void ShmEndpoint::cancel_all()

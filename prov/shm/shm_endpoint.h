@@ -5,10 +5,11 @@
 // a ring violation. The AF_UNIX socket stays open for the connection's life: its hangup is
 // how a peer's exit or crash is seen, whatever state its rings are in.
 //
-// Progress: our doorbell eventfd and the socket are fds in the domain's engine; the endpoint
-// is also a progress source, so a busy-polling reader sees ring entries without a syscall.
-// A pass drains the receive ring into posted receives, moves queued sends into the transmit
-// ring, and when it finds nothing to read (or no room) asks the peer for a doorbell.
+// Progress: our doorbell eventfd and the socket are lazy fds in the domain's engine; the
+// endpoint is also a progress source, so a busy-polling reader sees ring entries without a
+// syscall. A pass drains the receive ring into posted receives and moves queued sends into
+// the transmit ring. Only a thread about to sleep (before_sleep) asks the peer for a
+// doorbell, for nothing to read or no room to write: a busy pair makes no system call.
 // Every API entry holds the domain lock, like progress does.
 //
 // RMA (shm_endpoint_rma.cpp, shm_endpoint_target.cpp): the peer never touches our memory. A
@@ -101,6 +102,9 @@ public:
 	// ---- progress (shm_endpoint_rx.cpp, shm_endpoint_tx.cpp) ----
 	void on_fd_ready(int fd, uint32_t events) override;
 	void progress() override;
+	// Asks the peer for a doorbell (ring full with something to send, or nothing to
+	// read) and vetoes the sleep when the rings changed meanwhile.
+	bool before_sleep() override;
 
 private:
 	enum class State { idle, connecting, connected, closed };

@@ -179,6 +179,11 @@ void ShmEndpoint::start_connected(int sock, std::unique_ptr<Segment> segment, in
 		return;
 	}
 	in_engine_ = true;
+	// Both fds are lazy: progress() reads the rings on every pass (the doorbell only wakes
+	// sleepers), and a hangup may be noticed a little later; a busy pass then makes no
+	// system call.
+	domain().engine().set_lazy(own_bell_, true);
+	domain().engine().set_lazy(sock_, true);
 	// Sends posted while connecting, and anything the peer wrote already.
 	progress();
 }

@@ -123,11 +123,8 @@ bool ShmEndpoint::push_tx()
 			connection_lost(-FI_EIO);
 			return false;
 		}
-		if (free_slots == 0) {
-			if (tx_ring_.wait_for_space())
-				continue;
-			return true;
-		}
+		if (free_slots == 0)
+			return true; // before_sleep() asks the consumer for a doorbell
 		uint32_t used = 0;
 		do {
 			fill_slot(*e, tx_ring_.slot(used));

@@ -100,8 +100,16 @@ protected:
 
 private:
 	struct Activity : FdHandler {
+		explicit Activity(ProgressEngine &engine) : engine(engine) {}
+		ProgressEngine &engine;
 		std::atomic<bool> seen{true};
-		void on_fd_ready(int, uint32_t) override { seen = true; }
+		// The domain's next pass looks at its fds even when they are all lazy: the
+		// fabric's reader (an EQ) woke for one of them.
+		void on_fd_ready(int, uint32_t) override
+		{
+			seen = true;
+			engine.request_epoll();
+		}
 	};
 
 	Fabric &fabric_;
@@ -112,7 +120,7 @@ private:
 	MrMap mr_map_;
 	EventQueue *eq_ = nullptr;
 	uint64_t eq_flags_ = 0;
-	Activity activity_;
+	Activity activity_{engine_};
 };
 
 } // namespace util

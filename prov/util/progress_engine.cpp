@@ -61,6 +61,7 @@ int ProgressEngine::add_registration(int fd, uint32_t events, FdHandler *handler
 	mirror(EPOLL_CTL_ADD, *registration);
 	if (nested)
 		nested_count_.fetch_add(1);
+	++eager_count_;
 	registrations_.emplace(fd, std::move(registration));
 	return 0;
 }
@@ -126,12 +127,32 @@ int ProgressEngine::remove_fd(int fd)
 	mirror(EPOLL_CTL_DEL, *it->second);
 	if (it->second->nested)
 		nested_count_.fetch_sub(1);
+	if (!it->second->lazy)
+		--eager_count_;
 	cool(it->second.get());
 	// A pass in progress on this thread may still hold the pointer in its event array.
 	it->second->handler = nullptr;
 	if (depth_ > 0)
 		retired_.push_back(std::move(it->second));
 	registrations_.erase(it);
+	return 0;
+}
+
+int ProgressEngine::set_lazy(int fd, bool lazy)
+{
+	LockGuard guard(lock_);
+	auto it = registrations_.find(fd);
+	if (it == registrations_.end())
+		return -FI_ENOENT;
+	Registration &registration = *it->second;
+	// A nested engine stands for fds that may not be lazy: it is always looked at.
+	if (registration.nested || registration.lazy == lazy)
+		return 0;
+	registration.lazy = lazy;
+	if (lazy)
+		--eager_count_;
+	else
+		++eager_count_;
 	return 0;
 }
 
@@ -160,14 +181,7 @@ void ProgressEngine::progress()
 	if (valid()) {
 		++depth_;
 		bool busy = hot_count_ && poll_hot();
-		// After the polls: a handler that declined (or a stream that closed) leaves no
-		// hot fd, and then epoll is asked on this very pass. A pass whose hot fd had data
-		// leaves epoll to the next pass (which asks it in any case), so the completion
-		// reaches its reader first.
-		bool epoll_due = hot_count_ == 0 || hot_was_busy_ ||
-				 (++pass_ % kEpollEvery == 0 && !busy);
-		hot_was_busy_ = busy;
-		if (epoll_due)
+		if (epoll_due(busy))
 			dispatch_epoll();
 		if (--depth_ == 0)
 			retired_.clear();
@@ -177,22 +191,64 @@ void ProgressEngine::progress()
 		sources_[i]->progress();
 }
 
-void ProgressEngine::dispatch_epoll()
+bool ProgressEngine::epoll_due(bool busy)
+{
+	bool requested = epoll_requested_.load(std::memory_order_relaxed) &&
+			 epoll_requested_.exchange(false);
+	if (eager_count_ == 0) {
+		// Only lazy fds: their sources look at memory on every pass, the rest may wait.
+		hot_was_busy_ = busy;
+		if (!requested && ++lazy_passes_ < kLazyEpollEvery)
+			return false;
+		lazy_passes_ = 0;
+		return true;
+	}
+	// After the polls: a handler that declined (or a stream that closed) leaves no hot
+	// fd, and then epoll is asked on this very pass. A pass whose hot fd had data leaves
+	// epoll to the next pass (which asks it in any case), so the completion reaches its
+	// reader first.
+	bool due = hot_count_ == 0 || hot_was_busy_ || (++pass_ % kEpollEvery == 0 && !busy);
+	hot_was_busy_ = busy;
+	return due || requested;
+}
+
+bool ProgressEngine::prepare_sleep()
+{
+	LockGuard guard(lock_);
+	bool sleep = true;
+	if (valid()) {
+		++depth_;
+		lazy_passes_ = 0;
+		if (dispatch_epoll() > 0)
+			sleep = false;
+		if (--depth_ == 0)
+			retired_.clear();
+	}
+	// Index loop, as in progress(): a source may remove itself.
+	for (size_t i = 0; sleep && i < sources_.size(); ++i)
+		sleep = sources_[i]->before_sleep();
+	return sleep;
+}
+
+int ProgressEngine::dispatch_epoll()
 {
 	epoll_event events[kEventsPerPass];
 	int n = epoll_wait(epoll_fd_, events, kEventsPerPass, 0);
+	int dispatched = 0;
 	for (int i = 0; i < n; ++i) {
 		if (events[i].data.ptr == kStopTag)
 			continue;
 		auto *registration = static_cast<Registration *>(events[i].data.ptr);
 		if (!registration->handler)
 			continue;
+		++dispatched;
 		registration->handler->on_fd_ready(registration->fd, events[i].events);
 		// The handler may have removed it (then its handler is null).
 		if ((events[i].events & EPOLLIN) && registration->handler &&
 		    !registration->no_poll && (registration->events & EPOLLIN))
 			make_hot(registration);
 	}
+	return dispatched;
 }
 
 bool ProgressEngine::poll_hot()
@@ -309,9 +365,11 @@ void ProgressEngine::stop_thread()
 void ProgressEngine::thread_main(int interval_ms)
 {
 	while (!stopping_) {
-		// Sleep until an fd is ready (the stop eventfd included), then run a pass.
+		// Sleep until an fd is ready (the stop eventfd included), then run a pass. Sources
+		// arm their wake-ups first, and veto the sleep when work came meanwhile.
 		epoll_event event;
-		epoll_wait(epoll_fd_, &event, 1, interval_ms > 0 ? interval_ms : -1);
+		if (prepare_sleep())
+			epoll_wait(epoll_fd_, &event, 1, interval_ms > 0 ? interval_ms : -1);
 		if (stopping_)
 			break;
 		progress();

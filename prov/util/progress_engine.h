@@ -34,6 +34,15 @@ class ProgressSource {
 public:
 	virtual ~ProgressSource() = default;
 	virtual void progress() = 0;
+
+	// Run (under the engine lock) right before a thread sleeps on the engine's fd: a
+	// blocked reader (fi_cq_sread, fi_cntr_wait, fi_wait), fi_trywait, or the
+	// auto-progress thread. A source that learns of work through memory rather than an
+	// fd (a shared-memory ring) asks its peer for a wake-up here, not on every pass, so
+	// a busy poller costs the peer no system call; after asking it looks again and
+	// returns false if work is already there (the caller then progresses instead of
+	// sleeping). Default: nothing to arm.
+	virtual bool before_sleep() { return true; }
 };
 
 // Called when a registered fd is ready; 'events' are EPOLLIN/EPOLLOUT/EPOLLERR/EPOLLHUP bits.
@@ -72,6 +81,17 @@ public:
 	int add_fd(int fd, uint32_t events, FdHandler *handler);
 	int modify_fd(int fd, uint32_t events, FdHandler *handler);
 	int remove_fd(int fd);
+	// A lazy fd need not be looked at on every pass: a doorbell whose source reads the
+	// memory it rings for on every pass anyway, or a liveness socket whose hangup may be
+	// noticed a little late. While every registration is lazy, a busy pass skips
+	// epoll_wait; epoll is still asked every kLazyEpollEvery passes, on the first pass
+	// after request_epoll(), and by prepare_sleep() (so a sleeper never sleeps on a ready
+	// fd). Returns -FI_ENOENT for an fd that is not registered.
+	int set_lazy(int fd, bool lazy);
+	static constexpr unsigned kLazyEpollEvery = 1024;
+	// The next pass asks epoll whatever the fds' kinds (thread-safe; e.g. an enclosing
+	// engine saw this engine's fd ready).
+	void request_epoll() noexcept { epoll_requested_.store(true, std::memory_order_relaxed); }
 
 	// An engine nested in this one (a fabric's engine holds its domains' engines): like
 	// add_fd(fd, EPOLLIN, handler), but left out of leaf_fd().
@@ -95,10 +115,17 @@ public:
 	// pass (an idle fd waits at most that many passes). A hot fd that finds nothing on
 	// kHotIdlePasses passes in a row, or whose registration stops asking for EPOLLIN,
 	// cools down. A message then costs one read instead of epoll_wait + read.
+	// While every registered fd is lazy (set_lazy), epoll is asked only every
+	// kLazyEpollEvery passes (or when requested): a pass then costs no system call.
 	void progress();
 	static constexpr size_t kHotFds = 4;
 	static constexpr unsigned kEpollEvery = 8;
 	static constexpr unsigned kHotIdlePasses = 4096;
+
+	// The step before sleeping on fd(): dispatches what epoll reports (a doorbell left
+	// readable would wake the sleeper at once), then runs every source's before_sleep().
+	// True: sleep. False: a handler ran or a source has work: progress instead.
+	bool prepare_sleep();
 
 	// Block until a registered fd is ready or timeout_ms passes (-1: forever). Does not
 	// progress. Returns 1 when something is ready, 0 on timeout, -FI_E* on error.
@@ -119,13 +146,17 @@ private:
 		FdHandler *handler;
 		uint32_t events = 0;
 		bool nested = false;
+		bool lazy = false;
 		bool no_poll = false;     // handler declined poll_fd
 		unsigned idle_polls = 0;  // poll_fd calls in a row that found nothing
 	};
 	int add_registration(int fd, uint32_t events, FdHandler *handler, bool nested);
 	// Mirrors an epoll_ctl into leaf_fd_ (engine lock held).
 	void mirror(int op, const Registration &registration);
-	void dispatch_epoll();
+	// Returns the number of events dispatched.
+	int dispatch_epoll();
+	// Whether this pass asks epoll (engine lock held; `busy`: a hot fd had data).
+	bool epoll_due(bool busy);
 	// Polls the hot fds; true if any had data.
 	bool poll_hot();
 	void make_hot(Registration *registration);
@@ -143,6 +174,9 @@ private:
 	size_t hot_count_ = 0;
 	unsigned pass_ = 0;
 	bool hot_was_busy_ = false;
+	size_t eager_count_ = 0;     // registrations that are not lazy
+	unsigned lazy_passes_ = 0;   // passes since epoll was last asked, all fds lazy
+	std::atomic<bool> epoll_requested_{false};
 	int stop_fd_ = -1;  // eventfd that wakes the auto-progress thread for shutdown
 	std::atomic<bool> stopping_{false};
 	std::vector<ProgressSource *> sources_;

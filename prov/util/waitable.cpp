@@ -34,6 +34,10 @@ int Waitable::trywait()
 {
 	if (has_events())
 		return -FI_EAGAIN;
+	// The caller is about to sleep: sources that need a wake-up ask for it now (and say
+	// whether work is already there, which a read must pick up first).
+	if (!prepare_engines() || has_events())
+		return -FI_EAGAIN;
 	uses_trywait_ = true;
 	armed_ = true;
 	// An event added between the check and arming must still be seen by the sleeper.
@@ -129,6 +133,11 @@ int Waitable::add_wait_source(ProgressEngine &engine)
 	std::lock_guard guard(polled_lock_);
 	if (sources_exported_)
 		return -FI_EBUSY;
+	// prepare_engines() copies them into an array of this size.
+	if (std::count_if(sources_.begin(), sources_.end(),
+			  [](const Source &source) { return source.engine != nullptr; }) >=
+	    static_cast<long>(WaitSources::kMax))
+		return -FI_ENOSPC;
 	int rc = epoll_add(engine.fd());
 	if (rc == 0)
 		sources_.push_back({engine.fd(), &engine});
@@ -296,13 +305,33 @@ bool Waitable::timeout_left(Clock::time_point deadline, bool infinite, int *time
 	return true;
 }
 
+bool Waitable::prepare_engines()
+{
+	// Copied out: prepare_sleep takes the engine lock, under which a provider may add or
+	// remove wait sources (polled_lock_) of other objects.
+	ProgressEngine *engines[WaitSources::kMax];
+	size_t count = 0;
+	{
+		std::lock_guard guard(polled_lock_);
+		for (const Source &source : sources_) {
+			if (source.engine)
+				engines[count++] = source.engine; // at most kMax (add_wait_source)
+		}
+	}
+	for (size_t i = 0; i < count; ++i) {
+		if (!engines[i]->prepare_sleep())
+			return false;
+	}
+	return true;
+}
+
 int Waitable::block_until(Clock::time_point deadline, bool infinite)
 {
 	if (!wait_ok())
 		return -FI_ENOSYS;
 	if (interrupted_.load())
 		return -FI_EAGAIN;
-	if (!before_sleep())
+	if (!prepare_engines() || !before_sleep())
 		return 0;
 	// A source without a wait fd cannot wake us: sleep at most one tick, then let the
 	// caller look at it (0: "re-check") unless the caller's own deadline has passed.

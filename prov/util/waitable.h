@@ -149,7 +149,9 @@ protected:
 	bool take_interrupt() noexcept { return interrupted_.exchange(false); }
 
 	// Run right before block_until sleeps: false means "don't sleep" (block_until returns 0
-	// and the caller re-checks). Default: always sleep.
+	// and the caller re-checks). Default: always sleep. The engines added as wait sources
+	// get their prepare_sleep() first (their sources arm wake-ups there), here and in
+	// trywait().
 	virtual bool before_sleep() { return true; }
 
 	// Loop used by sread-style calls: repeatedly try 'attempt' (which returns -FI_EAGAIN
@@ -162,6 +164,8 @@ public:
 	void set_observed_by_wait_set(bool on);
 
 private:
+	// ProgressEngine::prepare_sleep() of each engine wait source; false: one vetoed.
+	bool prepare_engines();
 	bool observed() const noexcept;
 	// Puts the polled fds into the epoll set, for good (the fd is out of our hands now).
 	void export_polled_fds();

@@ -184,8 +184,10 @@ void ShmEndpoint::place_message(const uint8_t *payload, size_t len)
 
 void ShmEndpoint::finish_incoming()
 {
-	Incoming done = incoming_;
-	incoming_ = Incoming{};
+	// Over before the completion is written, without copying the state out: nothing
+	// below reads a slot, and the next first slot resets the rest.
+	incoming_.active = false;
+	const Incoming &done = incoming_;
 	switch (done.op) {
 	case kOpMsg: {
 		RxEntry &r = rx_queue_.front();

@@ -5,9 +5,11 @@
 set -u
 : "${top_builddir:?run from make check (top_builddir unset)}"
 here=$(cd "$(dirname "$0")" && pwd)
-providers=${FABTESTS_CHECK_PROVIDERS:-"tcp,tcp;ofi_rxm,tcp;ofi_rxm+shm,shm,shm;ofi_rxm"}
-# "tcp;ofi_rxm+shm": tcp;ofi_rxm with FI_OFI_RXM_USE_SHM=1, so both processes of each test
-# move to shared memory once connected (prov/rxm/README.md, "Same-host peers over shm").
+providers=${FABTESTS_CHECK_PROVIDERS:-"tcp,tcp;ofi_rxm,tcp;ofi_rxm-shm,shm,shm;ofi_rxm"}
+# "tcp;ofi_rxm" runs with rxm's defaults: both processes of each test move to shared memory
+# once connected (FI_OFI_RXM_USE_SHM, prov/rxm/README.md, "Same-host peers over shm").
+# "tcp;ofi_rxm-shm": the same with FI_OFI_RXM_USE_SHM=0, so rxm over loopback TCP stays
+# covered too.
 # shm runs the RMA programs (fi_rma, fi_rma_bad_key, fi_rma_bw) itself, and under shm;ofi_rxm
 # every message above rxm's SAR limit (fi_bw -S ...1048576) is a rendezvous through shm's
 # fi_read: rxm offers its process_vm_readv rendezvous only over byte-stream cores.
@@ -18,9 +20,10 @@ status=0 ran=0
 IFS=,
 for prov in $providers; do
 	unset IFS
-	use_shm=0
-	case $prov in *+shm) prov=${prov%+shm} use_shm=1 ;; esac
-	out=$(FI_OFI_RXM_USE_SHM=$use_shm "$here/runfabtests.sh" -t quick -T 30 -R "$port_base" \
+	# The caller's FI_OFI_RXM_USE_SHM (if any) reaches every entry but the -shm one.
+	shm_env=()
+	case $prov in *-shm) prov=${prov%-shm} shm_env=(FI_OFI_RXM_USE_SHM=0) ;; esac
+	out=$(env "${shm_env[@]}" "$here/runfabtests.sh" -t quick -T 30 -R "$port_base" \
 		"$prov" 2>&1)
 	rc=$?
 	echo "$out"

@@ -50,7 +50,8 @@ void define_params()
 			"Move the traffic of a peer proved to run on this host (same user, same "
 			"network namespace, holding the far end of our connection) to shared "
 			"memory (the shm provider) once its connection is up; both peers must "
-			"have it on, else they stay on the core (default: no).");
+			"have it on, else they stay on the core (default: yes; never over cores with "
+			"local registrations or credit flow control such as verbs).");
 	fi_param_define(&rxm_prov, "use_srx", FI_PARAM_BOOL,
 			"Post receive buffers once per endpoint to a shared receive context of the "
 			"core provider instead of msg_rx_size buffers per connection, so memory does "

@@ -40,7 +40,7 @@ struct RxmParams {
 	size_t cma_rndv_min = 32768;
 	// Same-host peers move to shared memory (rxm_shm.h) once proved local; both sides must
 	// have it on.
-	bool use_shm = false;
+	bool use_shm = true; // over cores the switch works over (RxmEndpoint::shm_wanted)
 	bool use_srx = true;         // one shared receive context per endpoint when the core has it
 	bool data_auto_progress = false;
 	int conn_timeout_s = 30;     // connection setup limit; 0: wait as long as it takes

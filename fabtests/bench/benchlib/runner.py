@@ -35,6 +35,10 @@ def lib_env(which, build, against=None):
     env = dict(os.environ)
     env.pop("LD_LIBRARY_PATH", None)
     env.pop("FI_PROVIDER", None)
+    # rxm's same-host switch to shm (on by default) stays off outside the same-host part
+    # (samehost.py turns it on): the loopback tables, the scale test's memory per peer and
+    # the VM keep measuring the core path they are about, comparable with earlier runs.
+    env["FI_OFI_RXM_USE_SHM"] = "0"
     if which == "ours":
         env["LD_LIBRARY_PATH"] = os.path.join(build, ".libs")
     elif against:

@@ -2,8 +2,9 @@
 memory beside what a user would pick instead, everything busy-polling.
 
 Libraries, run alternately within each repetition at each size (same fabtests binaries):
-  ours       tcp;ofi_rxm with FI_OFI_RXM_USE_SHM=1: rxm moves a proven same-host peer
-             onto shm, and pulls large messages by process_vm_readv (CMA, its default)
+  ours       tcp;ofi_rxm with its defaults (FI_OFI_RXM_USE_SHM=1, said explicitly because
+             the other parts pin 0): rxm moves a proven same-host peer onto shm, and pulls
+             large messages by process_vm_readv (CMA)
   ours_net   tcp;ofi_rxm with FI_OFI_RXM_USE_SHM=0: loopback TCP, CMA rendezvous still on
   ours_shm   shm;ofi_rxm: our shm provider named by the application
   system     the system library's `shm` provider (FI_EP_RDM), what a 1.17 user picks today
@@ -28,6 +29,7 @@ RXM = "tcp;ofi_rxm"
 def envs(cfg):
     ours = dict(cfg.env["ours"])
     ours.pop("FI_OFI_RXM_USE_CMA", None)   # its default (on over tcp) is what is measured
+    ours.pop("FI_OFI_RXM_USE_SHM", None)   # lib_env pins it to 0 for the other parts
     return {"ours": dict(ours, FI_OFI_RXM_USE_SHM="1"),
             "ours_net": dict(ours, FI_OFI_RXM_USE_SHM="0"),
             "ours_shm": ours, "system": dict(cfg.env["system"])}

@@ -3,7 +3,7 @@
  * memory each connected peer costs. Public fi_* API only, so the same binary runs against
  * any libfabric.so.1.
  *
- * usage: scale [-p PROVIDER] N
+ * usage: scale [-p PROVIDER] [-m] N
  *
  * The program forks a hub process with one endpoint; the parent opens N endpoints in one
  * domain and each sends one message to the hub, which makes the provider connect N peers
@@ -12,6 +12,11 @@
  * hub_kb_per_peer: the hub's anonymous RSS growth while N peers connected to it, divided by N
  * (the cost of one more peer for a server or an MPI rank). client_kb_per_peer: the anonymous
  * RSS growth of the parent for opening and connecting its N endpoints, divided by N.
+ *
+ * -m (a same-host peer that moved): each endpoint sends a second message after both sides
+ * kept progressing for MOVE_SETTLE_USEC, so a provider that moves same-host peers to shared
+ * memory once connected (ours: tcp;ofi_rxm with FI_OFI_RXM_USE_SHM=1) has done so, and
+ * resident shared memory (RssShmem: the segments both processes map) counts beside RssAnon.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -30,6 +35,7 @@
 
 #define MAX_PEERS 1024
 #define TIMEOUT_USEC (60 * 1000000.0)
+#define MOVE_SETTLE_USEC (300 * 1000.0)
 
 struct fabric_objs {
 	struct fi_info *info;
@@ -41,8 +47,9 @@ struct fabric_objs {
 
 static const char *provider = "tcp;ofi_rxm";
 static char message[8];
-static char recv_bufs[MAX_PEERS][8];
-static struct fi_context2 contexts[MAX_PEERS];
+static char recv_bufs[2 * MAX_PEERS][8];
+static struct fi_context2 contexts[2 * MAX_PEERS];
+static int rounds = 1; /* 2 with -m */
 
 static double now_usec(void)
 {
@@ -58,15 +65,18 @@ static double now_usec(void)
 static long rss_kb(void)
 {
 	char line[256];
-	long kb = -1;
+	long anon = -1, shmem = 0, kb;
 	FILE *f = fopen("/proc/self/status", "r");
 	if (!f)
 		return -1;
-	while (fgets(line, sizeof(line), f))
+	while (fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "RssAnon: %ld kB", &kb) == 1)
-			break;
+			anon = kb;
+		else if (sscanf(line, "RssShmem: %ld kB", &kb) == 1)
+			shmem = kb;
+	}
 	fclose(f);
-	return kb;
+	return rounds > 1 && anon >= 0 ? anon + shmem : anon;
 }
 
 #define CHECK(call)                                                                \
@@ -150,7 +160,7 @@ static int run_hub(int n, int to_parent)
 	 * peer: fault their pages in before the baseline (completions write into them). */
 	memset(recv_bufs, 0, sizeof(recv_bufs));
 	memset(contexts, 0, sizeof(contexts));
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n * rounds; i++) {
 		ssize_t ret;
 		while ((ret = fi_recv(ep, recv_bufs[i], sizeof(recv_bufs[i]), NULL, FI_ADDR_UNSPEC,
 				      &contexts[i])) == -FI_EAGAIN)
@@ -161,7 +171,7 @@ static int run_hub(int n, int to_parent)
 	if (write(to_parent, &name_len, sizeof(name_len)) != sizeof(name_len) ||
 	    write(to_parent, name, name_len) != (ssize_t)name_len)
 		return -FI_EIO;
-	CHECK(wait_completions(o.cq, n));
+	CHECK(wait_completions(o.cq, n * rounds));
 	long delta = rss_kb() - before;
 	if (write(to_parent, &delta, sizeof(delta)) != sizeof(delta))
 		return -FI_EIO;
@@ -215,14 +225,21 @@ static int run_peers(int n, int to_hub)
 	}
 	for (int i = 0; i < n; i++)
 		CHECK(open_endpoint(&o, &eps[i]));
-	for (int i = 0; i < n; i++) {
-		ssize_t ret;
-		while ((ret = fi_send(eps[i], message, sizeof(message), NULL, hub, &contexts[i])) ==
-		       -FI_EAGAIN)
-			fi_cq_read(o.cq, NULL, 0);
-		CHECK(ret);
+	for (int round = 0; round < rounds; round++) {
+		if (round > 0) { /* keep progressing while a same-host peer moves */
+			double until = now_usec() + MOVE_SETTLE_USEC;
+			while (now_usec() < until)
+				fi_cq_read(o.cq, NULL, 0);
+		}
+		for (int i = 0; i < n; i++) {
+			ssize_t ret;
+			while ((ret = fi_send(eps[i], message, sizeof(message), NULL, hub,
+					      &contexts[round * n + i])) == -FI_EAGAIN)
+				fi_cq_read(o.cq, NULL, 0);
+			CHECK(ret);
+		}
+		CHECK(wait_completions(o.cq, n));
 	}
-	CHECK(wait_completions(o.cq, n));
 	long hub_delta;
 	CHECK(read_exact(to_hub, &hub_delta, sizeof(hub_delta)));
 	double elapsed_ms = (now_usec() - start) / 1e3;
@@ -245,9 +262,13 @@ static int run_peers(int n, int to_hub)
 int main(int argc, char **argv)
 {
 	int opt;
-	while ((opt = getopt(argc, argv, "p:")) != -1) {
+	while ((opt = getopt(argc, argv, "p:m")) != -1) {
+		if (opt == 'm') {
+			rounds = 2;
+			continue;
+		}
 		if (opt != 'p') {
-			fprintf(stderr, "usage: %s [-p PROVIDER] N\n", argv[0]);
+			fprintf(stderr, "usage: %s [-p PROVIDER] [-m] N\n", argv[0]);
 			return 2;
 		}
 		provider = optarg;

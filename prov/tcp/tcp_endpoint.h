@@ -130,7 +130,12 @@ private:
 		CmReader reply;
 		uint8_t request[kMaxCmData];
 		size_t request_len = 0;
+		unsigned retries = 0; // connects again after a listener dropped us unanswered
 	};
+	// The listener took our TCP connection and closed it before answering (tcp_endpoint_cm.cpp):
+	// connect again. False when out of retries or the new connect fails at once.
+	bool retry_connect();
+	bool binds_local() const; // connects from local_ (else the kernel picks)
 	std::unique_ptr<ConnectState> connecting_;
 	// ep_attr->auth_key when the application gave the endpoint its own (rare: otherwise the
 	// domain's key is presented, without a copy per endpoint).

@@ -24,6 +24,10 @@ bool is_peer_error(int err)
 	       err == ETIMEDOUT || err == ECONNRESET || err == EHOSTDOWN || err == ENETDOWN;
 }
 
+// How often a connector whose TCP connection the listener accepted and then closed without
+// an answer connects again (retry_connect).
+constexpr unsigned kConnectRetries = 8;
+
 } // namespace
 
 int TcpEndpoint::getname(void *addr, size_t *addrlen)
@@ -62,6 +66,14 @@ int TcpEndpoint::getpeer(void *addr, size_t *addrlen)
 	return copy_address_out(peer_, addr, addrlen);
 }
 
+bool TcpEndpoint::binds_local() const
+{
+	// A wildcard address with no port and no port range leaves the choice to the kernel.
+	auto *local = reinterpret_cast<const sockaddr *>(&local_);
+	return have_local_ && local_.sa.sa_family == peer_.sa.sa_family &&
+	       (!is_wildcard_ip(local) || sockaddr_port(local) != 0 || settings().port_low != 0);
+}
+
 int TcpEndpoint::connect(const void *addr, const void *param, size_t paramlen)
 {
 	util::LockGuard guard(domain().lock());
@@ -84,10 +96,7 @@ int TcpEndpoint::connect(const void *addr, const void *param, size_t paramlen)
 	if (fd < 0)
 		return fd;
 	auto *local = reinterpret_cast<sockaddr *>(&local_);
-	bool bind_local = have_local_ && local_.sa.sa_family == peer_.sa.sa_family &&
-			  (!is_wildcard_ip(local) || sockaddr_port(local) != 0 ||
-			   settings().port_low != 0);
-	if (bind_local) {
+	if (binds_local()) {
 		int ret = bind_in_port_range(fd, local, sockaddr_length(local));
 		if (ret) {
 			::close(fd);
@@ -121,6 +130,9 @@ void TcpEndpoint::progress_connect()
 	socklen_t len = sizeof(err);
 	if (getsockopt(cm_fd_, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
 		err = errno;
+	// ECONNRESET here (not ECONNREFUSED): the handshake completed and the listener closed.
+	if (err == ECONNRESET && retry_connect())
+		return;
 	if (err) {
 		connect_failed(err, nullptr, 0);
 		return;
@@ -128,11 +140,51 @@ void TcpEndpoint::progress_connect()
 	const std::vector<uint8_t> &key = auth_key();
 	int ret = send_cm_request(cm_fd_, key.data(), key.size(), connecting_->request,
 				  connecting_->request_len);
+	if ((ret == -FI_ECONNRESET || ret == -EPIPE) && retry_connect())
+		return;
 	if (ret) {
 		connect_failed(-ret, nullptr, 0);
 		return;
 	}
 	state_ = State::awaiting_reply;
+}
+
+bool TcpEndpoint::retry_connect()
+{
+	// A listener under a connection storm closes the oldest unanswered handshakes of one
+	// address (FI_TCP_MAX_PENDING_CONN_PER_IP), e.g. of a process that opened many
+	// endpoints and connected them all before its first progress call. That listener is
+	// alive and nothing was said yet: connect again (the request now follows at once)
+	// instead of failing the application's connection. Bounded: a listener that keeps
+	// dropping us (or a peer that accepts and closes on purpose) ends in FI_ECONNREFUSED.
+	if (!connecting_ || connecting_->retries >= kConnectRetries)
+		return false;
+	int fd = open_stream_socket(peer_.sa.sa_family);
+	if (fd < 0)
+		return false;
+	auto *local = reinterpret_cast<sockaddr *>(&local_);
+	if (binds_local() && bind_in_port_range(fd, local, sockaddr_length(local)) != 0) {
+		::close(fd); // e.g. the old connection still holds a fixed port: fail as before
+		return false;
+	}
+	int ret = ::connect(fd, reinterpret_cast<const sockaddr *>(&peer_),
+			    sockaddr_length(reinterpret_cast<const sockaddr *>(&peer_)));
+	if (ret != 0 && errno != EINPROGRESS) {
+		::close(fd);
+		return false;
+	}
+	FI_INFO(&provider, FI_LOG_EP_CTRL,
+		"listener %s closed our connection unanswered; connecting again (%u)\n",
+		sockaddr_to_string(reinterpret_cast<const sockaddr *>(&peer_)).c_str(),
+		connecting_->retries + 1);
+	unregister();
+	::close(cm_fd_);
+	cm_fd_ = fd;
+	connecting_->reply = CmReader{};
+	connecting_->retries++;
+	state_ = State::connecting;
+	update_registration();
+	return true;
 }
 
 void TcpEndpoint::progress_reply()
@@ -142,7 +194,10 @@ void TcpEndpoint::progress_reply()
 	if (ret == 0)
 		return;
 	if (ret < 0) {
-		// The listener went away (or refused us) without answering.
+		// The listener closed without answering: dropped under load (connect again) or
+		// gone (refused).
+		if (ret == -FI_ECONNRESET && !reply.started() && retry_connect())
+			return;
 		connect_failed(ret == -FI_ECONNRESET ? FI_ECONNREFUSED : -ret, nullptr, 0);
 		return;
 	}

@@ -81,11 +81,11 @@ def run(cfg, bins, baseline_bin, log):
     return results, base
 
 
-def run_scale_once(scale_bin, n, env, log, lib):
+def run_scale_once(scale_bin, n, env, log, lib, options=()):
     """(connect_ms, hub_kb_per_peer, client_kb_per_peer, seconds) or a reason."""
     t0 = time.time()
     try:
-        p = subprocess.run([scale_bin, "-p", "tcp;ofi_rxm", str(n)], env=env,
+        p = subprocess.run([scale_bin, "-p", "tcp;ofi_rxm", *options, str(n)], env=env,
                            capture_output=True, text=True, timeout=120)
     except subprocess.TimeoutExpired:
         return "timeout"

@@ -15,7 +15,7 @@ ours (same-host paths on), Open MPI's vader BTL and pml ucx with UCX_TLS=sm,self
 
 import sys
 
-from . import fabric, wire
+from . import fabric, host, wire
 from .runner import Ports, median
 
 LAT_SIZES = [1, 64, 1024, 8192, 65536, 1048576]
@@ -24,6 +24,8 @@ SREAD_SIZE = 64
 LIBS = ("ours", "ours_net", "ours_shm", "system")
 MPI_TRANSPORTS = ("ourslocal", "vader", "ucxsm")
 RXM = "tcp;ofi_rxm"
+MEMORY_PEERS = (8, 32)
+MEMORY_LIBS = ("ours", "ours_net")
 
 
 def envs(cfg):
@@ -80,4 +82,27 @@ def run(cfg, bins, log):
     print("  same host: MPI (mpi-bench.sh: ourslocal, vader, ucxsm)...", file=sys.stderr,
           flush=True)
     out["mpi"] = wire.run_mpi(cfg, log, MPI_TRANSPORTS)
+    return out
+
+
+def run_memory(cfg, scale_bin, log):
+    """Resident memory per same-host peer: fabtests/bench/scale -m (a second message per
+    endpoint after the peers had time to move), anonymous plus shared resident memory, ours
+    with the switch (ours) and without (ours_net), alternating, median of cfg.reps.
+    memory[lib][n] = (connect_ms, hub_kb_per_peer, client_kb_per_peer) or a reason."""
+    lib_envs = envs(cfg)
+    out = {lib: {} for lib in MEMORY_LIBS}
+    for n in MEMORY_PEERS:
+        runs = {lib: [] for lib in MEMORY_LIBS}
+        for rep in range(cfg.reps):
+            order = MEMORY_LIBS if rep % 2 == 0 else tuple(reversed(MEMORY_LIBS))
+            for lib in order:
+                rec = host.run_scale_once(scale_bin, n, lib_envs[lib], log, lib, ("-m",))
+                if not isinstance(rec, str):
+                    runs[lib].append(rec)
+        for lib in MEMORY_LIBS:
+            recs = runs[lib]
+            out[lib][n] = (tuple(median([r[k] for r in recs]) for k in range(3))
+                           if recs else "failed")
+    print("  same host: memory per peer done", file=sys.stderr, flush=True)
     return out

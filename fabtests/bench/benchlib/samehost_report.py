@@ -85,7 +85,27 @@ def section(s):
            "same-host paths on (ourslocal), Open MPI's shared-memory BTL (vader), pml ucx "
            "with `UCX_TLS=sm,self` (ucxsm):", ""]
     md += mpi_table(s["mpi"]) + [""]
+    if s.get("memory"):
+        md += ["Resident memory per same-host peer (fabtests/bench/scale -m: N endpoints of "
+               "one process connect to a hub process and send twice, the second time after "
+               "300 ms of progress so the peers have moved; anonymous plus shared resident "
+               "memory, KiB per peer, median):", ""]
+        md += memory_table(s["memory"]) + [""]
     return md
+
+
+def memory_table(memory):
+    head = ["peers"] + [f"{LIB_HEADS[lib]}: {side} KiB/peer" for lib in samehost.MEMORY_LIBS
+                        for side in ("hub", "client")]
+    rows = []
+    for n in samehost.MEMORY_PEERS:
+        cells = []
+        for lib in samehost.MEMORY_LIBS:
+            rec = memory.get(lib, {}).get(n)
+            cells += ([fmt(rec[1], 1), fmt(rec[2], 1)] if isinstance(rec, tuple)
+                      else [str(rec), str(rec)])
+        rows.append([str(n)] + cells)
+    return markdown(head, rows)
 
 
 def rows(s):

@@ -65,7 +65,8 @@ RxmDomain::RxmDomain(RxmFabric &fabric, const struct fi_info *info, void *contex
 	  core_(open_core_domain(fabric, core_info_.get())),
 	  rma_capable_(core_has_rma(core_info_.get())),
 	  flow_ctrl_(core_ops<ofi_flow_ctrl_ops>(core_.get(), OFI_FLOW_CTRL_OPS_NAME)),
-	  rx_hold_(core_ops<ofi_rx_hold_ops>(core_.get(), OFI_RX_HOLD_OPS_NAME))
+	  rx_hold_(core_ops<ofi_rx_hold_ops>(core_.get(), OFI_RX_HOLD_OPS_NAME)),
+	  quiet_(core_ops<ofi_quiet_ops>(core_.get(), OFI_QUIET_OPS_NAME))
 {
 	install_ops<RxmDomain>();
 }

@@ -12,6 +12,7 @@
 #include <rdma/fi_domain.h>
 
 #include "prov/util/flow_ctrl_ops.h"
+#include "prov/util/quiet_ops.h"
 #include "prov/util/rx_hold_ops.h"
 
 #include <atomic>
@@ -52,6 +53,8 @@ public:
 	int bind_internal(struct fid_mr *mr, struct fid_ep *core_ep);
 	// The core's hold/release of one connection's stream (our tcp), or nullptr.
 	const struct ofi_rx_hold_ops *rx_hold() const { return rx_hold_; }
+	// The core's "this connection stays quiet" hint (our tcp), or nullptr.
+	const struct ofi_quiet_ops *quiet() const { return quiet_; }
 
 	// rxm's own objects replace util's defaults of the same names.
 	int av_open(struct fi_av_attr *attr, struct fid_av **av, void *context);
@@ -93,6 +96,7 @@ private:
 	struct ofi_flow_ctrl_ops *flow_ctrl_ = nullptr;
 	std::atomic<bool> bind_refusal_logged_{false};
 	struct ofi_rx_hold_ops *rx_hold_ = nullptr;
+	struct ofi_quiet_ops *quiet_ = nullptr;
 	std::mutex mr_lock_;
 	std::unordered_map<uint64_t, class RxmMr *> mrs_;
 	std::mutex atomic_lock_;

@@ -411,6 +411,7 @@ private:
 	void shm_offer(RxmConn *conn);    // acceptor of a core connection, once it is up
 	void handle_shm_offer(RxmConn *conn, std::span<const uint8_t> payload);
 	void handle_shm_moved(RxmConn *conn);
+	void quiet_core_if_moved(RxmConn *conn); // both directions on shm: core hint (quiet_ops.h)
 	void handle_shm_connreq(const struct fi_eq_cm_entry *entry, size_t data_len);
 	void handle_shm_event(uint32_t event, const struct fi_eq_cm_entry *entry, size_t len);
 	void handle_shm_error(const struct fi_eq_err_entry &err);

@@ -370,8 +370,10 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 		buf->conn = conn;
 		op->prepared = nullptr;
 		op->outstanding++;
-		if (op->hdr.op == WireOp::shm_moved)
+		if (op->hdr.op == WireOp::shm_moved) {
 			conn->tx_on_shm = true; // the marker ends this direction on the core
+			quiet_core_if_moved(conn);
+		}
 		if (op->kind == TxKind::rndv || op->kind == TxKind::atomic ||
 		    (op->hdr.flags & wire_flag::delivery_complete))
 			conn->awaiting.push_back(op); // completes on the receiver's answer

@@ -530,6 +530,15 @@ void RxmEndpoint::shm_commit(RxmConn *conn)
 	conn->shm_moved_queued = true;
 }
 
+void RxmEndpoint::quiet_core_if_moved(RxmConn *conn)
+{
+	// Both directions left the core: the connection now only carries liveness (and, until
+	// they move too, RMA and rendezvous reads, which the core watches while outstanding), so
+	// a busy poller need not ask the kernel about its socket on every pass.
+	if (conn->tx_on_shm && conn->peer_moved && conn->core_ep && domain_->quiet())
+		domain_->quiet()->set_quiet(conn->core_ep, 1);
+}
+
 void RxmEndpoint::handle_shm_moved(RxmConn *conn)
 {
 	if (conn->peer_moved) {
@@ -539,6 +548,7 @@ void RxmEndpoint::handle_shm_moved(RxmConn *conn)
 		return;
 	}
 	conn->peer_moved = true;
+	quiet_core_if_moved(conn);
 	switch (conn->shm_state) {
 	case ShmState::connected:
 		// Nothing more comes from the peer on the core: its messages on shm may be read.

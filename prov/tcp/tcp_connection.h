@@ -192,6 +192,8 @@ public:
 	int post_write(const PostArgs &args, const fi_rma_iov &target);
 	int post_read(const PostArgs &args, const fi_rma_iov &target);
 	size_t tx_free() const { return tx_pool_.available(); }
+	// Nothing of ours in flight: no send, RMA or response queued or awaiting its answer.
+	bool tx_idle() const { return !tx_head_ && tx_pool_.available() == tx_pool_.capacity(); }
 	size_t rx_free() const { return rxq_->available(); }
 
 	void set_min_multi_recv(size_t bytes) { min_multi_recv_ = bytes; }

@@ -5,6 +5,7 @@
 #include "prov/tcp/tcp_info.h"
 #include "prov/tcp/tcp_srx.h"
 #include "prov/util/error.h"
+#include "prov/util/quiet_ops.h"
 #include "prov/util/rx_hold_ops.h"
 
 #include <cstring>
@@ -23,6 +24,14 @@ struct ofi_rx_hold_ops rx_hold_ops = {
 	sizeof(struct ofi_rx_hold_ops),
 	[](struct fid_ep *ep) noexcept { return hold_endpoint(ep, true); },
 	[](struct fid_ep *ep) noexcept { return hold_endpoint(ep, false); },
+};
+
+struct ofi_quiet_ops quiet_ops = {
+	sizeof(struct ofi_quiet_ops),
+	[](struct fid_ep *ep, int quiet) noexcept {
+		auto *e = util::fid_cast<TcpEndpoint>(ep ? &ep->fid : nullptr, FI_CLASS_EP);
+		return e ? e->set_quiet(quiet != 0) : -FI_EINVAL;
+	},
 };
 
 } // namespace
@@ -69,9 +78,12 @@ int TcpDomain::ops_open(const char *name, uint64_t flags, void **ops, void *)
 		return -FI_EINVAL;
 	if (flags)
 		return -FI_EBADFLAGS;
-	if (std::strcmp(name, OFI_RX_HOLD_OPS_NAME) != 0)
+	if (std::strcmp(name, OFI_RX_HOLD_OPS_NAME) == 0)
+		*ops = &rx_hold_ops;
+	else if (std::strcmp(name, OFI_QUIET_OPS_NAME) == 0)
+		*ops = &quiet_ops;
+	else
 		return -FI_ENOSYS;
-	*ops = &rx_hold_ops;
 	return 0;
 }
 

@@ -219,6 +219,7 @@ void TcpEndpoint::unregister()
 		domain().engine().remove_fd(registered_fd_);
 	registered_fd_ = -1;
 	registered_events_ = 0;
+	registered_lazy_ = false;
 }
 
 void TcpEndpoint::update_registration()
@@ -251,20 +252,40 @@ void TcpEndpoint::update_registration()
 		unregister();
 	if (fd < 0 || events == 0)
 		return;
-	int ret;
-	if (registered_fd_ == fd) {
-		if (events == registered_events_)
+	if (registered_fd_ != fd || events != registered_events_) {
+		int ret = registered_fd_ == fd ? domain().engine().modify_fd(fd, events, this)
+					       : domain().engine().add_fd(fd, events, this);
+		if (ret) {
+			FI_WARN(&provider, FI_LOG_EP_DATA, "cannot watch socket: %s\n",
+				fi_strerror(-ret));
 			return;
-		ret = domain().engine().modify_fd(fd, events, this);
-	} else {
-		ret = domain().engine().add_fd(fd, events, this);
+		}
+		if (registered_fd_ != fd)
+			registered_lazy_ = false; // a new registration starts eager
+		registered_fd_ = fd;
+		registered_events_ = events;
 	}
-	if (ret) {
-		FI_WARN(&provider, FI_LOG_EP_DATA, "cannot watch socket: %s\n", fi_strerror(-ret));
+	if (quiet_ || registered_lazy_)
+		update_laziness();
+}
+
+void TcpEndpoint::update_laziness()
+{
+	// Lazy only while connected, quiet and with nothing of ours outstanding: an answer we
+	// wait for (an ack, a read response) or a send still queued is looked for every pass.
+	bool lazy = quiet_ && state_ == State::connected && conn_.tx_idle();
+	if (lazy == registered_lazy_ || registered_fd_ < 0)
 		return;
-	}
-	registered_fd_ = fd;
-	registered_events_ = events;
+	if (domain().engine().set_lazy(registered_fd_, lazy) == 0)
+		registered_lazy_ = lazy;
+}
+
+int TcpEndpoint::set_quiet(bool quiet)
+{
+	util::LockGuard guard(domain().lock());
+	quiet_ = quiet;
+	update_laziness();
+	return 0;
 }
 
 void TcpEndpoint::on_fd_ready(int, uint32_t)

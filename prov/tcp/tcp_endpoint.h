@@ -99,6 +99,9 @@ public:
 	void resume_rx();
 	// rx_hold_ops.h: stop (true) or resume (false) taking messages from this stream.
 	int hold_rx(bool held);
+	// prov/util/quiet_ops.h: while quiet and nothing of ours is outstanding, the socket is a
+	// lazy fd of the engine (no epoll_wait per busy pass for it).
+	int set_quiet(bool quiet);
 
 private:
 	enum class State { idle, connecting, awaiting_reply, connected, closed };
@@ -124,6 +127,9 @@ private:
 	int cm_fd_ = -1;                // socket while connection management runs
 	int registered_fd_ = -1;
 	uint32_t registered_events_ = 0;
+	bool quiet_ = false;           // set_quiet
+	bool registered_lazy_ = false; // what the engine was told for registered_fd_
+	void update_laziness();
 	// What only an active connect needs (the request to send, the reply being read): on the
 	// heap while it runs, so accepted and established endpoints do not carry it.
 	struct ConnectState {

@@ -149,10 +149,12 @@ int ProgressEngine::set_lazy(int fd, bool lazy)
 	if (registration.nested || registration.lazy == lazy)
 		return 0;
 	registration.lazy = lazy;
-	if (lazy)
+	if (lazy) {
 		--eager_count_;
-	else
+		cool(&registration); // a lazy fd is not read on every pass either
+	} else {
 		++eager_count_;
+	}
 	return 0;
 }
 
@@ -245,7 +247,8 @@ int ProgressEngine::dispatch_epoll()
 		registration->handler->on_fd_ready(registration->fd, events[i].events);
 		// The handler may have removed it (then its handler is null).
 		if ((events[i].events & EPOLLIN) && registration->handler &&
-		    !registration->no_poll && (registration->events & EPOLLIN))
+		    !registration->no_poll && !registration->lazy &&
+		    (registration->events & EPOLLIN))
 			make_hot(registration);
 	}
 	return dispatched;

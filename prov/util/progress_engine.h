@@ -86,7 +86,8 @@ public:
 	// noticed a little late. While every registration is lazy, a busy pass skips
 	// epoll_wait; epoll is still asked every kLazyEpollEvery passes, on the first pass
 	// after request_epoll(), and by prepare_sleep() (so a sleeper never sleeps on a ready
-	// fd). Returns -FI_ENOENT for an fd that is not registered.
+	// fd). A lazy fd is never hot (not read directly on every pass either). Returns
+	// -FI_ENOENT for an fd that is not registered.
 	int set_lazy(int fd, bool lazy);
 	static constexpr unsigned kLazyEpollEvery = 1024;
 	// The next pass asks epoll whatever the fds' kinds (thread-safe; e.g. an enclosing

@@ -3,8 +3,10 @@
 // when one process opens many endpoints and connects them all before its first progress
 // call) is alive: the connector connects again, a bounded number of times, instead of
 // failing the application's connection. A port nobody listens on still fails at once.
+// Also the quiet hint (prov/util/quiet_ops.h) rxm gives a connection it moved to shm.
 #include "prov/tcp/tcp_cm_message.h"
 #include "prov/tcp/test/tcp_test_pair.h"
+#include "prov/util/quiet_ops.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -15,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
 #include <thread>
 
 using tcp_test::EqEvent;
@@ -136,4 +139,39 @@ TEST(TcpConnectRetry, AListenerThatKeepsDroppingEndsInRefusal)
 	EXPECT_EQ(FI_ECONNREFUSED, ev.error.err);
 	// Bounded: the first attempt and 8 more, not a loop.
 	EXPECT_EQ(9, listener.accepted());
+}
+
+// prov/util/quiet_ops.h: a quiet connection's socket is looked at lazily while nothing of
+// ours is outstanding, but nothing is lost: the peer's messages still arrive, ours still
+// complete, and quiet can be turned off again.
+TEST(TcpQuiet, AQuietConnectionStillCarriesTrafficBothWays)
+{
+	TcpPair pair;
+	ASSERT_TRUE(pair.open());
+	ASSERT_TRUE(pair.connect());
+	void *raw = nullptr;
+	ASSERT_EQ(0, fi_open_ops(&pair.domain->fid, OFI_QUIET_OPS_NAME, 0, &raw, nullptr));
+	auto *ops = static_cast<ofi_quiet_ops *>(raw);
+	ASSERT_GE(ops->size, sizeof(ofi_quiet_ops));
+	EXPECT_EQ(-FI_EINVAL, ops->set_quiet(nullptr, 1));
+	ASSERT_EQ(0, ops->set_quiet(pair.client, 1));
+	fi_cq_data_entry entry{};
+	for (int round = 0; round < 200; round++) {
+		char in[64] = {}, out[64];
+		memset(out, 'a' + round % 26, sizeof(out));
+		// Into the quiet side, then out of it.
+		ASSERT_EQ(0, fi_recv(pair.client, in, sizeof(in), nullptr, 0, in));
+		ASSERT_EQ(0, fi_send(pair.server, out, sizeof(out), nullptr, 0, out));
+		ASSERT_EQ(1, pair.wait_cq(pair.server_cq, &entry));
+		ASSERT_EQ(1, pair.wait_cq(pair.client_cq, &entry));
+		ASSERT_EQ(0, memcmp(in, out, sizeof(in)));
+		ASSERT_EQ(0, fi_recv(pair.server, in, sizeof(in), nullptr, 0, in));
+		ASSERT_EQ(0, fi_send(pair.client, out, sizeof(out), nullptr, 0, out));
+		ASSERT_EQ(1, pair.wait_cq(pair.client_cq, &entry));
+		ASSERT_EQ(1, pair.wait_cq(pair.server_cq, &entry));
+		ASSERT_EQ(0, memcmp(in, out, sizeof(in)));
+		if (round == 100) {
+			ASSERT_EQ(0, ops->set_quiet(pair.client, 0));
+		}
+	}
 }

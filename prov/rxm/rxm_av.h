@@ -75,13 +75,18 @@ public:
 	fi_addr_t find(std::string_view name) { return AddressVector::find(name.data(), name.size()); }
 	// Changes whenever entries are removed, so cached reverse lookups can be refreshed.
 	uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
+	// Changes whenever an entry appears, so a source cached as unknown can be looked up
+	// again only then (not on every message of a peer the application never inserted).
+	uint64_t insertions() const { return insertions_.load(std::memory_order_acquire); }
 
 private:
 	// Under the AV lock: one atomic increment, nothing torn down here (connections notice
 	// the new generation on their next reverse lookup).
 	void on_remove(fi_addr_t) override { generation_.fetch_add(1, std::memory_order_release); }
+	void on_insert(fi_addr_t) override { insertions_.fetch_add(1, std::memory_order_release); }
 
 	std::atomic<uint64_t> generation_{0};
+	std::atomic<uint64_t> insertions_{0};
 };
 
 } // namespace rxm

@@ -17,6 +17,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 namespace rxm {
 
@@ -108,6 +109,7 @@ size_t RxmEndpoint::connection_count()
 void RxmEndpoint::mark_closed(RxmConn *conn)
 {
 	conn->state = ConnState::closed;
+	routes_changed(); // conn_for_send makes a new connection for this peer now
 	if (!conn->trim_listed) {
 		conn->trim_listed = true;
 		trim_candidates_.push_back(conn);
@@ -120,7 +122,7 @@ void RxmEndpoint::mark_closed(RxmConn *conn)
 bool RxmEndpoint::conn_referenced(const RxmConn *conn) const
 {
 	if (conn->state != ConnState::closed || conn->core_ep || conn->credit_waiting ||
-	    conn->shm_ep)
+	    conn->shm_ep || conn->backlog_listed())
 		return true;
 	auto mapped = peers_.find(conn->peer_name);
 	if (mapped != peers_.end() && mapped->second == conn)
@@ -165,16 +167,34 @@ void RxmEndpoint::trim_conns()
 	trim_candidates_.swap(keep);
 }
 
+// The connection a send to dest takes. The answer for an AV entry stays the same until the
+// entry is removed (the AV's generation), peers_ maps a name to another connection or one
+// closes (routes_epoch_): until then it comes from send_routes_, without the AV lookup under
+// its lock and the hash of the peer's name that finding it costs.
 RxmConn *RxmEndpoint::conn_for_send(fi_addr_t dest, int *err)
 {
+	RxmAv *table = av();
+	if (!table) {
+		*err = -FI_EINVAL;
+		return nullptr;
+	}
+	// Read before the lookup: a removal racing with it leaves a route that misses next time.
+	uint64_t generation = table->generation();
+	if (dest < send_routes_.size()) {
+		const SendRoute &route = send_routes_[dest];
+		if (route.epoch == routes_epoch_ && route.av_generation == generation)
+			return route.conn;
+	}
 	PeerName name;
-	if (!av() || !av()->address_of(dest, &name)) {
+	if (!table->address_of(dest, &name)) {
 		*err = -FI_EINVAL;
 		return nullptr;
 	}
 	auto it = peers_.find(name);
-	if (it != peers_.end() && it->second->state != ConnState::closed)
+	if (it != peers_.end() && it->second->state != ConnState::closed) {
+		remember_route(dest, it->second, generation);
 		return it->second;
+	}
 	RxmConn *conn = new_conn();
 	conn->peer_name = name;
 	conn->deadline = setup_deadline();
@@ -190,7 +210,22 @@ RxmConn *RxmEndpoint::conn_for_send(fi_addr_t dest, int *err)
 		return nullptr;
 	}
 	peers_[name] = conn;
+	routes_changed();
+	remember_route(dest, conn, generation);
 	return conn;
+}
+
+void RxmEndpoint::remember_route(fi_addr_t dest, RxmConn *conn, uint64_t av_generation)
+{
+	// dest is a live AV entry (its lookup succeeded), so the table is as long as the AV.
+	if (dest >= send_routes_.size()) {
+		try {
+			send_routes_.resize(dest + 1);
+		} catch (const std::bad_alloc &) {
+			return; // no route kept: the next send looks the peer up again
+		}
+	}
+	send_routes_[dest] = {conn, av_generation, routes_epoch_};
 }
 
 int RxmEndpoint::setup_core_ep(RxmConn *conn, struct fi_info *info)
@@ -541,6 +576,7 @@ void RxmEndpoint::handle_connreq(const struct fi_eq_cm_entry *entry, size_t data
 	case ConnreqAction::accept_replacing:
 		fail_conn(existing, -FI_ECONNRESET); // known dead: the old instance is gone
 		peers_[name] = conn;
+		routes_changed();
 		break;
 	case ConnreqAction::accept_dropping_ours:
 	case ConnreqAction::accept:
@@ -551,6 +587,7 @@ void RxmEndpoint::handle_connreq(const struct fi_eq_cm_entry *entry, size_t data
 			mark_closed(existing);
 		}
 		peers_[name] = conn;
+		routes_changed();
 		break;
 	default:
 		break;
@@ -688,7 +725,7 @@ void RxmEndpoint::fail_conn(RxmConn *conn, int err)
 	close_shm(conn);
 	auto it = peers_.find(conn->peer_name);
 	if (it != peers_.end() && it->second == conn)
-		peers_.erase(it);
+		peers_.erase(it); // mark_closed above told conn_for_send
 	while (TxOp *op = conn->backlog.pop_front())
 		fail_op(op, err);
 	while (TxOp *op = conn->awaiting.pop_front())
@@ -802,6 +839,7 @@ void RxmEndpoint::retry_connect(RxmConn *old)
 	move_backlog(old, conn);
 	mark_closed(old); // its core endpoint went when it was rejected
 	peers_[conn->peer_name] = conn;
+	routes_changed();
 	RXM_INFO(FI_LOG_EP_CTRL, "conn %p: connecting again to %s (was rejected as a duplicate)\n",
 		 static_cast<void *>(conn), describe_address(conn->peer_name.view()).c_str());
 	int ret = start_connect(conn);

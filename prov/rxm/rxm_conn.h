@@ -43,11 +43,14 @@ enum class ShmState : uint8_t {
 	declined,   // a proof or setup step failed: the core for good
 };
 
-class RxmConn {
+// Its ListNode links it into the endpoint's list of connections whose queue stalled
+// (the core or rxm had no room): progress retries only those.
+class RxmConn : public ListNode {
 public:
 	explicit RxmConn(RxmEndpoint *ep) : ep(ep) {}
 	RxmConn(const RxmConn &) = delete;
 	RxmConn &operator=(const RxmConn &) = delete;
+	bool backlog_listed() const { return linked(); }
 
 	RxmEndpoint *ep;
 	struct fid_ep *core_ep = nullptr;
@@ -60,6 +63,7 @@ public:
 	uint32_t id = 0;                // ours: peers stamp it on messages (shared receive buffers)
 	uint32_t peer_conn_id = 0;      // the peer's, stamped on what we send
 	uint64_t source_generation = ~0ULL;
+	uint64_t source_insertions = ~0ULL; // the AV's insertions when source was found unknown
 	uint32_t slot = 0;              // index in the endpoint's conns_ plus one
 	bool credit_waiting = false;    // in the endpoint's credit_waiters_
 	bool trim_listed = false;       // in the endpoint's trim_candidates_

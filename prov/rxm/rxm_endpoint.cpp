@@ -461,6 +461,8 @@ void RxmEndpoint::shutdown_all()
 	for (auto &conn : conns_)
 		if (conn && conn->rx_mr)
 			fi_close(&conn->rx_mr->fid);
+	while (backlogged_.pop_front()) { // before the connections it links go
+	}
 	conns_.clear();
 	free_conn_slots_.clear();
 	conn_slot_uses_.clear();
@@ -468,6 +470,8 @@ void RxmEndpoint::shutdown_all()
 	credit_waiters_.clear();
 	live_conns_ = 0;
 	peers_.clear();
+	send_routes_.clear();
+	routes_changed();
 	if (srx_)
 		fi_close(&srx_->fid); // after the core endpoints bound to it
 	srx_ = nullptr;
@@ -619,15 +623,24 @@ void RxmEndpoint::progress()
 		last_eq_read_ = now;
 		drain_core_eq();
 	}
-	collect_remote_counts();
-	post_pending_reads();
-	expire_rndv_reads(now);
-	post_pending_writes();
-	for (auto &[name, conn] : peers_)
-		if (!conn->backlog.empty())
-			pump(conn);
-	run_conn_timers();
-	coll_progress();
+	// Each piece below runs only when its list or deadline says it has work: a data pass
+	// of a ping-pong has none of it, and a call each (a walk over every peer for the
+	// queues) made up much of what an empty pass cost.
+	if (core_remote_cntr_[0] || core_remote_cntr_[1])
+		collect_remote_counts();
+	if (!pending_reads_.empty())
+		post_pending_reads();
+	if (rndv_read_next_ != std::chrono::steady_clock::time_point{})
+		expire_rndv_reads(now);
+	if (!pending_writes_.empty())
+		post_pending_writes();
+	if (!backlogged_.empty())
+		pump_backlogged();
+	// Idle timers only re-arm the timerfd for a changed rendezvous-read deadline.
+	if (conn_timers_active_ || (conn_timer_fd_ >= 0 && rndv_read_next_ != conn_timer_armed_))
+		run_conn_timers();
+	if (coll_)
+		coll_progress();
 	if (!credit_waiters_.empty()) { // credit updates that found no room earlier
 		std::vector<RxmConn *> waiting;
 		waiting.swap(credit_waiters_);
@@ -636,7 +649,8 @@ void RxmEndpoint::progress()
 			send_credit_update(conn);
 		}
 	}
-	close_retired();
+	if (!retired_.empty() || !closing_.empty() || !shm_retired_.empty() || !shm_closing_.empty())
+		close_retired();
 	// Closed connections still referred to (e.g. by an unexpected message) are looked at
 	// again now and then.
 	if (!trim_candidates_.empty() && closing_.empty() && ++trim_tick_ % 1024 == 0)

@@ -326,6 +326,9 @@ private:
 
 	// Connections (rxm_conn.cpp)
 	RxmConn *conn_for_send(fi_addr_t dest, int *err);
+	void remember_route(fi_addr_t dest, RxmConn *conn, uint64_t av_generation);
+	// Every route conn_for_send remembered is stale: peers_ changed or a connection closed.
+	void routes_changed() { routes_epoch_++; }
 	RxmConn *new_conn();
 	int setup_core_ep(RxmConn *conn, struct fi_info *info);
 	int start_connect(RxmConn *conn);
@@ -455,6 +458,15 @@ private:
 	RecvOp *free_recvs_ = nullptr;
 	Matcher matcher_;
 	std::unordered_map<PeerName, RxmConn *, PeerNameHash> peers_;
+	// conn_for_send's answers by AV index, each valid while the AV's generation and
+	// routes_epoch_ are what they were when it was taken (epoch 0: never taken).
+	struct SendRoute {
+		RxmConn *conn = nullptr;
+		uint64_t av_generation = 0;
+		uint64_t epoch = 0;
+	};
+	std::vector<SendRoute> send_routes_;
+	uint64_t routes_epoch_ = 1;
 	// Connections by slot (id & index mask, minus one); a released connection leaves an
 	// empty slot that the next connection takes.
 	std::vector<std::unique_ptr<RxmConn>> conns_;
@@ -464,6 +476,10 @@ private:
 	std::vector<RxmConn *> trim_candidates_; // closed, released once nothing refers to them
 	unsigned trim_tick_ = 0;
 	std::vector<RxmConn *> credit_waiters_;  // a credit update is due but found no room
+	// Connected, with sends queued that the core or rxm had no room for: progress pumps
+	// them (and unlinks them once drained or closed), instead of walking every peer.
+	IntrusiveList<RxmConn> backlogged_;
+	void pump_backlogged();
 	std::vector<RetiredCoreEp> retired_;
 	// Closed core endpoints whose connection state waits until the core CQ was read empty:
 	// completions the core wrote before the close may still point into it.

@@ -59,9 +59,12 @@ fi_addr_t RxmEndpoint::source_of(RxmConn *conn)
 	if (!av())
 		return FI_ADDR_NOTAVAIL;
 	uint64_t generation = av()->generation();
-	// Entries may be inserted after the connection came up: unknown sources are looked up
-	// again; removals bump the generation.
-	if (conn->source == FI_ADDR_NOTAVAIL || conn->source_generation != generation) {
+	// Entries may be inserted after the connection came up: an unknown source is looked
+	// up again once something was inserted; removals bump the generation. Both are read
+	// before the lookup, so one racing with it makes the next message look again.
+	if (conn->source_generation != generation ||
+	    (conn->source == FI_ADDR_NOTAVAIL && conn->source_insertions != av()->insertions())) {
+		conn->source_insertions = av()->insertions();
 		conn->source = av()->find(conn->peer_name.view());
 		conn->source_generation = generation;
 	}

@@ -320,6 +320,23 @@ void RxmEndpoint::pump(RxmConn *conn)
 		if (!op || !pump_one(conn, op))
 			break;
 	}
+	// Stalled: progress retries it (every connection reaching connected is pumped by
+	// on_connected, so a queue that waits for its connection needs no listing).
+	if (conn->state == ConnState::connected && !conn->backlog.empty() &&
+	    !conn->backlog_listed())
+		backlogged_.push_back(conn);
+}
+
+void RxmEndpoint::pump_backlogged()
+{
+	// pump never unlinks, so the saved next stays valid; a connection listed meanwhile is
+	// appended and visited too.
+	backlogged_.for_each([this](RxmConn &conn) {
+		if (conn.state == ConnState::connected && !conn.backlog.empty())
+			pump(&conn);
+		if (conn.state != ConnState::connected || conn.backlog.empty())
+			IntrusiveList<RxmConn>::remove(&conn);
+	});
 }
 
 // Hands (the rest of) op to the core. Returns false when the core or rxm ran out of room;

@@ -13,6 +13,7 @@
 #include <rdma/fi_errno.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <vector>
@@ -45,8 +46,14 @@ public:
 		epoch_ ^= 1;
 		// Removing from inside our own for_each (this thread counts in a bucket): waiting
 		// would wait for ourselves.
-		if (iterating_here_ != this)
-			drained_.wait(guard, [&] { return active_[old] == 0; });
+		if (iterating_here_ != this) {
+			// Announced before looking at the count (both sequentially consistent): a
+			// reader leaving the bucket either sees the announcement and wakes us under
+			// lock_, or left before our look and we see its count gone.
+			removing_.store(true);
+			drained_.wait(guard, [&] { return active_[old].load() == 0; });
+			removing_.store(false);
+		}
 		return true;
 	}
 	// Calls f on a copy of the list (an endpoint may detach itself while progressing),
@@ -91,12 +98,15 @@ private:
 		{
 			iterating_here_ = &owner;
 		}
+		// Leaving takes no lock unless a remover waits for this bucket (this runs on
+		// every CQ read; see remove()).
 		~Iteration()
 		{
 			iterating_here_ = outer_;
-			std::lock_guard guard(owner_.lock_);
-			if (--owner_.active_[bucket_] == 0)
+			if (owner_.active_[bucket_].fetch_sub(1) == 1 && owner_.removing_.load()) {
+				std::lock_guard guard(owner_.lock_);
 				owner_.drained_.notify_all();
+			}
 		}
 		Iteration(const Iteration &) = delete;
 		Iteration &operator=(const Iteration &) = delete;
@@ -110,11 +120,12 @@ private:
 	static constexpr size_t kFew = 8;
 	static inline thread_local const BoundEndpoints *iterating_here_ = nullptr;
 	std::mutex remove_lock_;
-	std::mutex lock_;  // guards eps_, epoch_, active_
+	std::mutex lock_;  // guards eps_ and epoch_; active_ grows under it
 	std::condition_variable drained_;
 	std::vector<RxmEndpoint *> eps_;
 	unsigned epoch_ = 0;
-	size_t active_[2] = {0, 0};
+	std::atomic<size_t> active_[2] = {0, 0};
+	std::atomic<bool> removing_{false}; // a remover waits for a bucket to drain
 };
 
 // The core side of fi_trywait and of "may a blocked reader sleep" for the endpoints bound

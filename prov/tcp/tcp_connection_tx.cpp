@@ -22,14 +22,29 @@ TxPool::TxPool(size_t entries, size_t inject_size)
 
 TxEntry *TxPool::get()
 {
-	TxEntry *e = entries_.get();
+	TxEntry *e = entries_.get_as_left();
 	if (!e)
 		return nullptr;
 	size_t slot = entries_.index(e);
-	*e = TxEntry{};
-	e->inject = inject_size_ ? inject_storage_.data() + slot * inject_size_ : nullptr;
+	// Reset field by field, not as a whole new TxEntry (~300 bytes, one per send): the
+	// header bytes and the cursors' buffer lists are always written before they are read.
+	e->kind = TxKind::msg;
 	e->in_use = true;
+	e->needs_response = false;
+	e->awaiting_response = false;
+	e->silent = false;
+	e->op_flags = 0;
 	e->id = slot | (static_cast<uint64_t>(generation_++) << 32);
+	e->context = nullptr;
+	e->cq_flags = 0;
+	e->len = 0;
+	e->out.clear();
+	e->read_into.clear();
+	e->inject = inject_size_ ? inject_storage_.data() + slot * inject_size_ : nullptr;
+	e->region_key = 0;
+	e->region_serial = 0;
+	e->started = false;
+	e->next = nullptr;
 	return e;
 }
 

@@ -1,0 +1,141 @@
+// rxm_cost PROVIDER msg|tagged ROUNDS: a single-threaded ping-pong of 64-byte messages
+// between two FI_EP_RDM endpoints of one process, each on its own fabric and domain (as two
+// processes would be), for counting instructions per message under callgrind: no thread
+// waits for another to be scheduled, so two runs with different ROUNDS differ by exactly
+// the cost of the extra messages. Linked against the shared library only through the
+// public API, so the same binary measures any libfabric.so.1 (LD_LIBRARY_PATH) for A/B.
+// Over tcp;ofi_rxm set FI_OFI_RXM_USE_SHM=0 FI_OFI_RXM_USE_CMA=0 for the network path.
+// Exits non-zero when anything fails.
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+
+namespace {
+
+struct Side {
+	fid_fabric *fabric = nullptr;
+	fid_domain *domain = nullptr;
+	fid_av *av = nullptr;
+	fid_cq *cq = nullptr;
+	fid_ep *ep = nullptr;
+	fi_addr_t peer = FI_ADDR_UNSPEC;
+	long got = 0;
+};
+
+bool check(int ret, const char *what)
+{
+	if (ret)
+		fprintf(stderr, "%s: %s\n", what, fi_strerror(-ret));
+	return ret == 0;
+}
+
+bool open_side(fi_info *info, Side &s)
+{
+	fi_av_attr av_attr{};
+	av_attr.type = FI_AV_TABLE;
+	fi_cq_attr cq_attr{};
+	cq_attr.format = FI_CQ_FORMAT_TAGGED;
+	return check(fi_fabric(info->fabric_attr, &s.fabric, nullptr), "fi_fabric") &&
+	       check(fi_domain(s.fabric, info, &s.domain, nullptr), "fi_domain") &&
+	       check(fi_av_open(s.domain, &av_attr, &s.av, nullptr), "fi_av_open") &&
+	       check(fi_cq_open(s.domain, &cq_attr, &s.cq, nullptr), "fi_cq_open") &&
+	       check(fi_endpoint(s.domain, info, &s.ep, nullptr), "fi_endpoint") &&
+	       check(fi_ep_bind(s.ep, &s.av->fid, 0), "bind av") &&
+	       check(fi_ep_bind(s.ep, &s.cq->fid, FI_TRANSMIT | FI_RECV), "bind cq") &&
+	       check(fi_enable(s.ep), "fi_enable");
+}
+
+void close_side(Side &s)
+{
+	for (fid *f : {&s.ep->fid, &s.cq->fid, &s.av->fid, &s.domain->fid, &s.fabric->fid})
+		fi_close(f);
+}
+
+bool insert(Side &from, Side &to)
+{
+	char name[256];
+	size_t len = sizeof(name);
+	return check(fi_getname(&to.ep->fid, name, &len), "fi_getname") &&
+	       fi_av_insert(from.av, name, 1, &from.peer, 0, nullptr) == 1;
+}
+
+// Reads both CQs (each endpoint progresses through its own) until side has count entries;
+// bounded by passes, not a clock, so no system call of its own.
+bool wait_for(Side *sides, int side, long count)
+{
+	fi_cq_tagged_entry e;
+	for (long i = 0; i < 100000000 && sides[side].got < count; i++) {
+		for (int c = 0; c < 2; c++) {
+			ssize_t ret = fi_cq_read(sides[c].cq, &e, 1);
+			if (ret == 1)
+				sides[c].got++;
+			else if (ret != -FI_EAGAIN)
+				return false;
+		}
+	}
+	return sides[side].got >= count;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	if (argc != 4) {
+		fprintf(stderr, "usage: %s PROVIDER msg|tagged ROUNDS\n", argv[0]);
+		return 2;
+	}
+	bool tagged = strcmp(argv[2], "tagged") == 0;
+	long rounds = atol(argv[3]);
+	fi_info *hints = fi_allocinfo();
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = tagged ? FI_TAGGED : FI_MSG;
+	hints->mode = FI_CONTEXT;
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				      FI_MR_PROV_KEY;
+	hints->fabric_attr->prov_name = strdup(argv[1]);
+	fi_info *info = nullptr;
+	if (!check(fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &info), "getinfo"))
+		return 1;
+	Side s[2];
+	if (!open_side(info, s[0]) || !open_side(info, s[1]) || !insert(s[0], s[1]) ||
+	    !insert(s[1], s[0]))
+		return 1;
+	char out[64] = "ping", in[2][64];
+	fi_context ctx[4];
+	for (long i = 0; i < rounds; i++) {
+		ssize_t r0, r1, w0, w1;
+		if (tagged) {
+			r0 = fi_trecv(s[0].ep, in[0], 64, nullptr, s[0].peer, 7, 0, &ctx[0]);
+			r1 = fi_trecv(s[1].ep, in[1], 64, nullptr, s[1].peer, 7, 0, &ctx[1]);
+		} else {
+			r0 = fi_recv(s[0].ep, in[0], 64, nullptr, s[0].peer, &ctx[0]);
+			r1 = fi_recv(s[1].ep, in[1], 64, nullptr, s[1].peer, &ctx[1]);
+		}
+		w0 = tagged ? fi_tsend(s[0].ep, out, 64, nullptr, s[0].peer, 7, &ctx[2])
+			    : fi_send(s[0].ep, out, 64, nullptr, s[0].peer, &ctx[2]);
+		if (r0 || r1 || w0 || !wait_for(s, 1, 2 * i + 1)) {
+			fprintf(stderr, "round %ld: first half failed\n", i);
+			return 1;
+		}
+		w1 = tagged ? fi_tsend(s[1].ep, out, 64, nullptr, s[1].peer, 7, &ctx[3])
+			    : fi_send(s[1].ep, out, 64, nullptr, s[1].peer, &ctx[3]);
+		if (w1 || !wait_for(s, 0, 2 * i + 2) || !wait_for(s, 1, 2 * i + 2)) {
+			fprintf(stderr, "round %ld: second half failed\n", i);
+			return 1;
+		}
+	}
+	close_side(s[0]);
+	close_side(s[1]);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+	printf("%ld rounds over %s (%s)\n", rounds, argv[1], argv[2]);
+	return 0;
+}

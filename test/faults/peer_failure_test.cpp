@@ -5,15 +5,32 @@
 // and talk again to the peer restarted at the same address.
 //
 // The same binary is the peer: `peer_failure_test --peer PORT MODE` where MODE is "idle"
-// (progresses but posts no receive buffers) or "verify" (receives, checks the data pattern and
-// prints "ok <len>" per message). Ports come from this helper's range 25000-25999.
+// (progresses but posts no receive buffers), "verify" (receives, checks the data pattern and
+// prints "ok <len>" per message) or "switch" (verifies until a 1-byte message, then idles).
+// Ports come from this helper's range 25000-25999.
+//
+// The *OverShm variants run the same kills after rxm moved the peer to shared memory
+// (FI_OFI_RXM_USE_SHM=1, a proved same-host peer): the survivor first exchanges messages
+// until a round trip moves no byte over any TCP socket of this process (a kernel counter,
+// TCP_INFO), then starts the transfers the kill interrupts. After closing everything, no
+// segment may stay mapped, nothing of ours may be under /dev/shm and the process must hold
+// as many fds as before. (The plain variants queue their sends before the first connection,
+// and everything queued before the switch goes over tcp: they test the core path, whether
+// or not the pair moves later; they print whether the peer had a segment mapped.)
 #include "test/badinput/fabric_harness.h"
+
+#include "config.h"
+#include "src/registry.h"
 
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
+#include <linux/tcp.h> // tcp_info with the byte counters (glibc's lacks them)
+#include <poll.h>
 #include <signal.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +40,13 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#ifdef HAVE_SHM
+// The registry refers to providers weakly: naming shm links it in from the convenience
+// library, so rxm can move same-host peers to it as in an application (the *OverShm cases;
+// before, this program had no shm provider and no peer ever moved).
+fi_provider *(*volatile link_shm)() = ofi_shm_provider_init;
+#endif
 
 namespace {
 
@@ -60,8 +84,9 @@ int run_peer(const char *port, const std::string &mode)
 	std::vector<uint8_t> buf(kBuf);
 	int ctx;
 	bool posted = false;
+	bool receiving = mode == "verify" || mode == "switch";
 	for (;;) {  // until killed
-		if (mode == "verify" && !posted) {
+		if (receiving && !posted) {
 			if (fi_recv(side.ep, buf.data(), kBuf, nullptr, FI_ADDR_UNSPEC, &ctx) == 0)
 				posted = true;
 		}
@@ -74,6 +99,8 @@ int run_peer(const char *port, const std::string &mode)
 			printf("%s %zu\n", good ? "ok" : "bad", e.len);
 			fflush(stdout);
 			posted = false;
+			if (mode == "switch" && e.len == 1)
+				receiving = false;  // from now on messages find no receive
 		} else if (n == -FI_EAVAIL) {
 			fi_cq_err_entry err{};
 			fi_cq_readerr(side.cq, &err, 0);
@@ -91,17 +118,89 @@ std::string self_exe()
 	return path;
 }
 
+// Bytes sent (acked) plus received over every TCP socket this process holds.
+uint64_t tcp_bytes()
+{
+	uint64_t total = 0;
+	DIR *dir = opendir("/proc/self/fd");
+	if (!dir)
+		return 0;
+	while (dirent *e = readdir(dir)) {
+		int fd = atoi(e->d_name);
+		if (fd <= 2 || fd == dirfd(dir))
+			continue;
+		tcp_info info{};
+		socklen_t len = sizeof(info);
+		if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) == 0)
+			total += info.tcpi_bytes_acked + info.tcpi_bytes_received;
+	}
+	closedir(dir);
+	return total;
+}
+
+size_t open_fds()
+{
+	size_t n = 0;
+	DIR *dir = opendir("/proc/self/fd");
+	if (!dir)
+		return 0;
+	while (dirent *e = readdir(dir))
+		n += e->d_name[0] != '.';
+	closedir(dir);
+	return n - 1; // the directory's own
+}
+
+// Shared-memory segments (shm's memfds) mapped by a process ("self" or a pid).
+int segments_mapped(const std::string &pid)
+{
+	FILE *maps = fopen(("/proc/" + pid + "/maps").c_str(), "r");
+	if (!maps)
+		return -1;
+	char line[512];
+	int n = 0;
+	while (fgets(line, sizeof(line), maps))
+		n += strstr(line, "/memfd:fi_shm") != nullptr;
+	fclose(maps);
+	return n;
+}
+
+// Files under /dev/shm that a process ("self" or a pid) holds open or maps (other jobs on the
+// machine may own names there; only what the process reaches counts).
+int dev_shm_files(const std::string &pid)
+{
+	int n = 0;
+	std::string fds = "/proc/" + pid + "/fd";
+	if (DIR *dir = opendir(fds.c_str())) {
+		while (dirent *e = readdir(dir)) {
+			char target[512];
+			ssize_t len = readlink((fds + "/" + e->d_name).c_str(), target, sizeof(target) - 1);
+			n += len > 0 && std::string(target, static_cast<size_t>(len)).rfind("/dev/shm/", 0) == 0;
+		}
+		closedir(dir);
+	}
+	if (FILE *maps = fopen(("/proc/" + pid + "/maps").c_str(), "r")) {
+		char line[512];
+		while (fgets(line, sizeof(line), maps))
+			n += strstr(line, " /dev/shm/") != nullptr;
+		fclose(maps);
+	}
+	return n;
+}
+
 struct Peer {
 	pid_t pid = -1;
 	FILE *out = nullptr;
 
-	bool start(int port, const char *mode)
+	// use_shm: FI_OFI_RXM_USE_SHM for the peer (nullptr: inherited).
+	bool start(int port, const char *mode, const char *use_shm = nullptr)
 	{
 		int fds[2];
 		if (pipe(fds))
 			return false;
 		pid = fork();
 		if (pid == 0) {
+			if (use_shm)
+				setenv("FI_OFI_RXM_USE_SHM", use_shm, 1);
 			dup2(fds[1], 1);
 			close(fds[0]);
 			std::string exe = self_exe(), p = std::to_string(port);
@@ -144,6 +243,7 @@ protected:
 	{
 		info = harness::rdm_info(FI_MSG);
 		ASSERT_NE(nullptr, info);
+		fds_before = open_fds();
 		pair = std::make_unique<harness::RdmPair>(info);
 		ASSERT_TRUE(pair->ok);
 	}
@@ -261,6 +361,8 @@ protected:
 		auto until = Clock::now() + std::chrono::milliseconds(500);
 		while (Clock::now() < until)
 			pair->a.poll();
+		printf("size %zu: the peer had %d shm segment(s) mapped at the kill\n", size,
+		       segments_mapped(std::to_string(peer.pid)));
 		peer.kill_hard();
 		auto t0 = Clock::now();
 		bool all = false;
@@ -281,13 +383,154 @@ protected:
 		expect_restarted_peer_works(again, addr);
 	}
 
+	// Reads one line of the peer's output while progressing both sides (the peer may need
+	// us to progress before it can print: connection setup, the switch, rendezvous).
+	bool peer_says(Peer &peer, const std::string &expected, int seconds = 10)
+	{
+		int fd = fileno(peer.out);
+		std::string line;
+		auto deadline = Clock::now() + std::chrono::seconds(seconds);
+		while (Clock::now() < deadline) {
+			pair->a.poll();
+			pair->b.poll();
+			pollfd pfd{fd, POLLIN, 0};
+			if (poll(&pfd, 1, 0) <= 0)
+				continue;
+			char c;
+			if (read(fd, &c, 1) != 1)
+				return false;
+			if (c == '\n') {
+				if (line == expected)
+					return true;
+				ADD_FAILURE() << "peer said '" << line << "', expected '" << expected << "'";
+				return false;
+			}
+			line += c;
+		}
+		ADD_FAILURE() << "peer did not say '" << expected << "' within " << seconds << " s";
+		return false;
+	}
+
+	// One message to a receiving ("switch") peer: sent, completed, verified by the peer.
+	bool verified_send(Peer &peer, fi_addr_t addr, size_t len)
+	{
+		std::vector<uint8_t> out(len);
+		for (size_t i = 0; i < len; i++)
+			out[i] = pattern_byte(i, len);
+		int ctx;
+		ssize_t ret;
+		auto until = Clock::now() + std::chrono::seconds(5);
+		while ((ret = fi_send(pair->a.ep, out.data(), len, nullptr, addr, &ctx)) == -FI_EAGAIN &&
+		       Clock::now() < until)
+			pair->a.poll();
+		if (ret)
+			return false;
+		bool found = false;
+		harness::Completion c = harness::wait_for(pair->a, pair->b, &ctx, found, 10);
+		return found && !c.error && peer_says(peer, "ok " + std::to_string(len));
+	}
+
+	// Talks to the peer until the kernel shows its traffic left tcp: three verified round
+	// trips and a settle time that move no byte over any TCP socket of this process (our
+	// in-process pair is idle meanwhile). Then the peer stops receiving.
+	bool move_to_shm(Peer &peer, fi_addr_t addr)
+	{
+		auto deadline = Clock::now() + std::chrono::seconds(20);
+		while (Clock::now() < deadline) {
+			uint64_t before = tcp_bytes();
+			for (int i = 0; i < 3; i++)
+				if (!verified_send(peer, addr, 64))
+					return false;
+			// Late ACKs of tcp traffic (delayed ACK) would show up here.
+			auto settle = Clock::now() + std::chrono::milliseconds(100);
+			while (Clock::now() < settle)
+				pair->a.poll();
+			if (tcp_bytes() == before)
+				return verified_send(peer, addr, 1);
+		}
+		ADD_FAILURE() << "the peer's traffic never left tcp";
+		return false;
+	}
+
+	// kill_during over shm: the peer is moved first, then `count` sends of `size` wait on it
+	// (a full ring, a rendezvous without a receive) when it is SIGKILLed.
+	void kill_during_over_shm(size_t size, int port)
+	{
+		const char *env = getenv("FI_OFI_RXM_USE_SHM");
+		if (env && (strcmp(env, "0") == 0 || strcasecmp(env, "no") == 0 ||
+			    strcasecmp(env, "false") == 0))
+			GTEST_SKIP() << "FI_OFI_RXM_USE_SHM is off in this process";
+		{
+			Peer peer;
+			ASSERT_TRUE(peer.start(port, "switch", "1"));
+			fi_addr_t addr = insert_peer(pair->a, port);
+			ASSERT_TRUE(move_to_shm(peer, addr));
+			ASSERT_GT(segments_mapped(std::to_string(peer.pid)), 0)
+				<< "the peer maps no shm segment, yet its traffic left tcp";
+			ASSERT_GT(segments_mapped("self"), 0);
+			EXPECT_EQ(0, dev_shm_files(std::to_string(peer.pid)));
+			EXPECT_EQ(0, dev_shm_files("self"));
+			std::vector<uint8_t> data(size, 0x42);
+			std::vector<int> ctx(16);
+			size_t posted = 0;
+			for (int &c : ctx) {
+				ssize_t ret;
+				auto until = Clock::now() + std::chrono::seconds(2);
+				while ((ret = fi_send(pair->a.ep, data.data(), size, nullptr, addr, &c)) ==
+					       -FI_EAGAIN &&
+				       Clock::now() < until)
+					pair->a.poll();
+				if (ret)
+					break;
+				posted++;
+			}
+			ctx.resize(posted);
+			ASSERT_GT(posted, 0u);
+			auto until = Clock::now() + std::chrono::milliseconds(500);
+			while (Clock::now() < until)
+				pair->a.poll();
+			size_t before_kill = 0;
+			for (const harness::Completion &c : pair->a.done)
+				before_kill += c.context >= &ctx.front() && c.context <= &ctx.back();
+			peer.kill_hard();
+			auto t0 = Clock::now();
+			bool all = false;
+			int errors = drain(ctx, all, 20);
+			double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+			printf("over shm, size %zu: %zu sends, %zu completed before the kill, %d error "
+			       "completions, all completed: %d, %.1f s\n",
+			       size, posted, before_kill, errors, all, secs);
+			EXPECT_TRUE(all) << "sends to a killed peer never completed";
+			EXPECT_LT(secs, 10.0);
+			if (size > info->tx_attr->inject_size * 4) {
+				// They needed the receiver (the ring holds 256 KiB, a rendezvous waits for
+				// its receive): some were held when it died, and they must fail.
+				EXPECT_LT(before_kill, posted) << "nothing was waiting on the peer";
+				EXPECT_GT(errors, 0) << "sends needing a receiver that died cannot all succeed";
+			}
+			expect_dead_peer_refuses(addr, data);
+			expect_other_peer_works();
+			Peer again;
+			ASSERT_TRUE(again.start(port, "verify", "1"));
+			expect_restarted_peer_works(again, addr);
+		}
+		pair.reset();
+		EXPECT_EQ(0, segments_mapped("self")) << "a segment stays mapped after fi_close";
+		EXPECT_EQ(fds_before, open_fds()) << "fds left open after fi_close";
+		EXPECT_EQ(0, dev_shm_files("self")) << "a file under /dev/shm stays open or mapped";
+	}
+
 	fi_info *info = nullptr;
+	size_t fds_before = 0;
 	std::unique_ptr<harness::RdmPair> pair;
 };
 
 TEST_F(PeerFailure, KilledDuringEagerTraffic) { kill_during(1000, 25101); }
 TEST_F(PeerFailure, KilledDuringSegmentedTransfers) { kill_during(200000, 25102); }
 TEST_F(PeerFailure, KilledMidRendezvous) { kill_during(3 << 20, 25103); }
+TEST_F(PeerFailure, KilledDuringEagerTrafficOverShm) { kill_during_over_shm(1000, 25106); }
+TEST_F(PeerFailure, KilledDuringSegmentedTransfersOverShm) { kill_during_over_shm(200000, 25107); }
+TEST_F(PeerFailure, KilledMidRendezvousOverShm) { kill_during_over_shm(3 << 20, 25108); }
 
 TEST_F(PeerFailure, NothingBehindThePort)
 {

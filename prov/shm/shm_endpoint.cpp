@@ -205,6 +205,12 @@ void ShmEndpoint::progress()
 	// A request that waited for room for its answer can be taken now that answers left.
 	if (rx_paused_ && !responses_.full() && drain_rx())
 		push_tx();
+	// Someone polls an FI_GETWAIT fd of our domain without fi_trywait: nobody would arm
+	// before it sleeps, so we stay armed after every pass (the peer rings for what it
+	// writes next). Work that arrived before arming rings our own doorbell instead, so
+	// that fd does not sleep over it.
+	if (domain().engine().keep_armed() && !before_sleep())
+		ring_doorbell(own_bell_);
 }
 
 bool ShmEndpoint::before_sleep()

@@ -10,6 +10,8 @@
 // syscall. A pass drains the receive ring into posted receives and moves queued sends into
 // the transmit ring. Only a thread about to sleep (before_sleep) asks the peer for a
 // doorbell, for nothing to read or no room to write: a busy pair makes no system call.
+// Exception: while an FI_GETWAIT fd of the domain is polled without fi_trywait
+// (ProgressEngine::keep_armed), every pass ends armed.
 // Every API entry holds the domain lock, like progress does.
 //
 // RMA (shm_endpoint_rma.cpp, shm_endpoint_target.cpp): the peer never touches our memory. A

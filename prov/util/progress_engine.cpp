@@ -197,8 +197,9 @@ bool ProgressEngine::epoll_due(bool busy)
 {
 	bool requested = epoll_requested_.load(std::memory_order_relaxed) &&
 			 epoll_requested_.exchange(false);
-	if (eager_count_ == 0) {
-		// Only lazy fds: their sources look at memory on every pass, the rest may wait.
+	// Only lazy fds: their sources look at memory on every pass, the rest may wait; unless
+	// an fd polled without fi_trywait needs the doorbells drained (keep_armed()).
+	if (eager_count_ == 0 && !keep_armed()) {
 		hot_was_busy_ = busy;
 		if (!requested && ++lazy_passes_ < kLazyEpollEvery)
 			return false;

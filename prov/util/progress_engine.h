@@ -108,6 +108,27 @@ public:
 	void remove_source(ProgressSource *source);
 	bool has_sources() const noexcept { return source_count_.load() > 0; }
 
+	// FI_GETWAIT without fi_trywait. fi_trywait(3) requires the call before sleeping on a
+	// wait fd, but some applications poll the fd without it; a source that asks its peer
+	// for a wake-up only in before_sleep() (a shared-memory ring) would then never wake
+	// them. A Waitable that hands out an fd holding this engine counts it here; while one
+	// is out and no fi_trywait has reached the engine, keep_armed() is true: such sources
+	// arm on every pass (the peer rings for each message, as before lazy doorbells) and
+	// every pass asks epoll (the doorbell is drained, so the fd goes quiet again). The
+	// first fi_trywait ends it for good: that application sleeps only after fi_trywait.
+	void note_wait_fd_exported() noexcept { exported_wait_fds_.fetch_add(1); }
+	void note_wait_fd_released() noexcept { exported_wait_fds_.fetch_sub(1); }
+	void note_trywait() noexcept
+	{
+		if (!trywait_seen_.load(std::memory_order_relaxed))
+			trywait_seen_.store(true);
+	}
+	bool keep_armed() const noexcept
+	{
+		return exported_wait_fds_.load(std::memory_order_relaxed) > 0 &&
+		       !trywait_seen_.load(std::memory_order_relaxed);
+	}
+
 	// One pass: dispatch ready fds, then run every source.
 	// Busy-polling shortcut: the fds epoll last reported readable whose handlers accept
 	// poll_fd (at most kHotFds, most recent first) are "hot". A pass tries them directly and
@@ -178,6 +199,8 @@ private:
 	size_t eager_count_ = 0;     // registrations that are not lazy
 	unsigned lazy_passes_ = 0;   // passes since epoll was last asked, all fds lazy
 	std::atomic<bool> epoll_requested_{false};
+	std::atomic<int> exported_wait_fds_{0};  // see keep_armed()
+	std::atomic<bool> trywait_seen_{false};
 	int stop_fd_ = -1;  // eventfd that wakes the auto-progress thread for shutdown
 	std::atomic<bool> stopping_{false};
 	std::vector<ProgressSource *> sources_;

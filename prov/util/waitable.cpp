@@ -10,6 +10,15 @@
 
 namespace util {
 
+template <class Fn>
+void Waitable::for_each_engine(Fn fn)
+{
+	std::lock_guard guard(polled_lock_);
+	for (const Source &source : sources_)
+		if (source.engine)
+			fn(*source.engine);
+}
+
 Waitable::Waitable()
 {
 	event_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -24,6 +33,8 @@ Waitable::Waitable()
 
 Waitable::~Waitable()
 {
+	if (engines_told_export_)
+		for_each_engine([](ProgressEngine &engine) { engine.note_wait_fd_released(); });
 	if (epoll_fd_ >= 0)
 		::close(epoll_fd_);
 	if (event_fd_ >= 0)
@@ -32,6 +43,12 @@ Waitable::~Waitable()
 
 int Waitable::trywait()
 {
+	// The fd's holder follows fi_trywait(3): the engines may leave their sources disarmed
+	// while nobody sleeps (ProgressEngine::keep_armed). Once is enough.
+	if (!engines_told_trywait_.load(std::memory_order_relaxed)) {
+		engines_told_trywait_ = true;
+		for_each_engine([](ProgressEngine &engine) { engine.note_trywait(); });
+	}
 	if (has_events())
 		return -FI_EAGAIN;
 	// The caller is about to sleep: sources that need a wake-up ask for it now (and say
@@ -39,6 +56,10 @@ int Waitable::trywait()
 	if (!prepare_engines() || has_events())
 		return -FI_EAGAIN;
 	uses_trywait_ = true;
+	// The holder follows fi_trywait after all: the wake-up given at export is not due.
+	if (export_wake_pending_.exchange(false) && event_fd_set_.load() && !interrupted_.load() &&
+	    !has_events())
+		clear_event_fd();
 	armed_ = true;
 	// An event added between the check and arming must still be seen by the sleeper.
 	if (has_events() && exported_.load())
@@ -52,6 +73,20 @@ int Waitable::export_wait_fd()
 		return -FI_ENOSYS;
 	export_polled_fds();
 	exported_ = true;
+	// Its holder may poll it without ever calling fi_trywait: until it does, the engines
+	// keep their sources armed after every pass (ProgressEngine::keep_armed). No pass armed
+	// them yet: one wake-up makes the holder read (and so progress) before its first sleep.
+	if (!engines_told_export_.exchange(true)) {
+		bool unarmed = false;
+		for_each_engine([&unarmed](ProgressEngine &engine) {
+			engine.note_wait_fd_exported();
+			unarmed = unarmed || engine.keep_armed();
+		});
+		if (unarmed) {
+			export_wake_pending_ = true;
+			set_event_fd();
+		}
+	}
 	// From now on the eventfd must mirror "has events"; catch up with the present.
 	if (has_events())
 		set_event_fd();
@@ -139,8 +174,13 @@ int Waitable::add_wait_source(ProgressEngine &engine)
 	    static_cast<long>(WaitSources::kMax))
 		return -FI_ENOSPC;
 	int rc = epoll_add(engine.fd());
-	if (rc == 0)
+	if (rc == 0) {
 		sources_.push_back({engine.fd(), &engine});
+		if (engines_told_export_)
+			engine.note_wait_fd_exported();
+		if (engines_told_trywait_)
+			engine.note_trywait();
+	}
 	return rc;
 }
 
@@ -149,8 +189,11 @@ void Waitable::remove_wait_source(int fd)
 	std::lock_guard guard(polled_lock_);
 	auto it = std::find_if(sources_.begin(), sources_.end(),
 			       [fd](const Source &source) { return source.fd == fd; });
-	if (it != sources_.end())
+	if (it != sources_.end()) {
+		if (it->engine && engines_told_export_)
+			it->engine->note_wait_fd_released();
 		sources_.erase(it);
+	}
 	epoll_del(fd);
 }
 

@@ -166,6 +166,9 @@ public:
 private:
 	// ProgressEngine::prepare_sleep() of each engine wait source; false: one vetoed.
 	bool prepare_engines();
+	// Calls fn(engine) for each engine wait source, under polled_lock_.
+	template <class Fn>
+	void for_each_engine(Fn fn);
 	bool observed() const noexcept;
 	// Puts the polled fds into the epoll set, for good (the fd is out of our hands now).
 	void export_polled_fds();
@@ -193,6 +196,11 @@ private:
 	std::atomic<bool> interrupted_{false};
 	std::atomic<bool> uses_trywait_{false}; // the exported fd's owner calls fi_trywait
 	std::atomic<bool> armed_{false};        // a trywait allowed sleeping, no read since
+	// The engine wait sources were told of the exported fd / of a first fi_trywait
+	// (ProgressEngine::keep_armed).
+	std::atomic<bool> engines_told_export_{false};
+	std::atomic<bool> engines_told_trywait_{false};
+	std::atomic<bool> export_wake_pending_{false}; // the eventfd set at export, not for an event
 	std::mutex polled_lock_;  // guards polled_fds_, polled_exported_, sources_*
 	std::vector<int> polled_fds_;
 	bool polled_exported_ = false;

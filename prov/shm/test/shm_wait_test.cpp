@@ -175,6 +175,66 @@ TEST_F(ShmSleep, TrywaitAndPoll)
 	check_woke(woke, cpu);
 }
 
+// An application that polls the FI_GETWAIT fd without ever calling fi_trywait (fi_trywait(3)
+// requires the call; some skip it): nothing arms the ring before it sleeps, so the domain's
+// engine keeps its sources armed while such an fd is out (ProgressEngine::keep_armed).
+TEST_F(ShmSleep, PolledFdWithoutTrywait)
+{
+	ASSERT_TRUE(p.open(FI_WAIT_FD));
+	ASSERT_TRUE(p.connect());
+	int fd = -1;
+	ASSERT_EQ(0, fi_control(&p.server_cq->fid, FI_GETWAIT, &fd));
+	ASSERT_EQ(0, fi_recv(p.server, buf, sizeof(buf), nullptr, 0, nullptr));
+	// Read until the fd is quiet, as such an application does.
+	fi_cq_data_entry e;
+	pollfd pfd{fd, POLLIN, 0};
+	auto quiet_by = std::chrono::steady_clock::now() + 1s;
+	while (poll(&pfd, 1, 0) != 0 && std::chrono::steady_clock::now() < quiet_by)
+		ASSERT_EQ(-FI_EAGAIN, fi_cq_read(p.server_cq, &e, 1));
+	ASSERT_EQ(0, poll(&pfd, 1, 0)) << "the fd never went quiet";
+	send_later();
+	double cpu = thread_cpu_ms();
+	int n = poll(&pfd, 1, 5000);
+	auto woke = std::chrono::steady_clock::now();
+	cpu = thread_cpu_ms() - cpu;
+	EXPECT_EQ(1, n) << "the fd never became readable for the message";
+	EXPECT_TRUE(poll_one(p.server_cq));
+	check_woke(woke, cpu);
+}
+
+// The first fi_trywait ends that mode: with both CQs' fds exported and the fi_trywait
+// protocol followed, a busy-polling ping-pong still makes no system call per message.
+TEST(ShmWait, BusyPollingAfterTrywaitMakesNoSystemCalls)
+{
+	ShmPair p;
+	ASSERT_TRUE(p.open(FI_WAIT_FD));
+	ASSERT_TRUE(p.connect());
+	int fd = -1;
+	ASSERT_EQ(0, fi_control(&p.server_cq->fid, FI_GETWAIT, &fd));
+	ASSERT_EQ(0, fi_control(&p.client_cq->fid, FI_GETWAIT, &fd));
+	fid *fids[] = {&p.server_cq->fid, &p.client_cq->fid};
+	EXPECT_EQ(0, fi_trywait(p.fabric, fids, 2));
+	constexpr int kRounds = 2000;
+	char out[64] = "ping", in[64];
+	ASSERT_EQ(0, fi_recv(p.server, in, sizeof(in), nullptr, 0, nullptr));
+	ASSERT_EQ(0, fi_send(p.client, out, sizeof(out), nullptr, 0, nullptr));
+	ASSERT_TRUE(poll_one(p.client_cq));
+	ASSERT_TRUE(poll_one(p.server_cq));
+	long before = read_write_calls();
+	for (int i = 0; i < kRounds; i++) {
+		ASSERT_EQ(0, fi_recv(p.client, in, sizeof(in), nullptr, 0, nullptr));
+		ASSERT_EQ(0, fi_recv(p.server, in, sizeof(in), nullptr, 0, nullptr));
+		ASSERT_EQ(0, fi_send(p.client, out, sizeof(out), nullptr, 0, nullptr));
+		ASSERT_TRUE(poll_one(p.server_cq));
+		ASSERT_TRUE(poll_one(p.client_cq));
+		ASSERT_EQ(0, fi_send(p.server, out, sizeof(out), nullptr, 0, nullptr));
+		ASSERT_TRUE(poll_one(p.client_cq));
+		ASSERT_TRUE(poll_one(p.server_cq));
+	}
+	long calls = read_write_calls() - before;
+	EXPECT_LT(calls, 20) << calls << " read/write calls for " << 2 * kRounds << " messages";
+}
+
 // FI_PROGRESS_AUTO: the engine thread sleeps too, and a blocked reader as well.
 TEST_F(ShmSleep, AutoProgress)
 {

@@ -77,7 +77,10 @@ int RxmDomain::close()
 		return -FI_EBUSY;
 	// A core refusing to close (objects of its own still open) keeps the domain open, so
 	// the application can retry.
-	int ret = fi_close(&core_->fid);
+	int ret = close_shm_domain();
+	if (ret)
+		return ret;
+	ret = fi_close(&core_->fid);
 	if (ret)
 		return ret;
 	core_.release();
@@ -204,7 +207,19 @@ int RxmDomain::mr_regattr(const struct fi_mr_attr *attr, uint64_t flags, struct 
 		return -FI_ENOMEM;
 	}
 	if (attr->iov_count == 1) {
-		std::lock_guard guard(mr_lock_);
+		std::unique_lock guard(mr_lock_);
+		// Reachable over the core, so over shm too once there is a shm side.
+		if (shm_domain_ && m->grants_remote()) {
+			struct fid_mr *twin = nullptr;
+			ret = register_shm_twin(m->base(), m->length(), m->access(), core->key,
+						m->offset(), &twin);
+			if (ret) {
+				guard.unlock(); // close() forgets it under the same lock
+				m->close();
+				return ret;
+			}
+			m->set_shm_twin(twin);
+		}
 		mrs_[core->key] = m;
 	}
 	*mr = m->pub();
@@ -239,6 +254,7 @@ RxmMr::RxmMr(RxmDomain *domain, struct fid_mr *core, const struct fi_mr_attr &at
 		base_ = static_cast<uint8_t *>(attr.mr_iov[0].iov_base);
 		length_ = attr.mr_iov[0].iov_len;
 		access_ = attr.access;
+		offset_ = attr.offset;
 	}
 	embedded_fid.pub.fid.ops = util::ops_ptr<RxmMr, util::make_fi_ops<RxmMr>>();
 	embedded_fid.pub.mem_desc = &embedded_fid.pub;
@@ -254,6 +270,13 @@ int RxmMr::close()
 		// Emulated atomics look the region up and apply under this lock (rxm_atomic.cpp).
 		std::lock_guard guard(domain_->atomic_lock());
 		domain_->forget_mr(this);
+	}
+	// The twin first: once this returns, no peer reaches the memory over either path.
+	if (shm_twin_) {
+		int ret = fi_close(&shm_twin_->fid);
+		if (ret)
+			return ret;
+		shm_twin_ = nullptr;
 	}
 	int ret = fi_close(&core_->fid);
 	if (ret)

@@ -56,6 +56,22 @@ public:
 	// The core's "this connection stays quiet" hint (our tcp), or nullptr.
 	const struct ofi_quiet_ops *quiet() const { return quiet_; }
 
+	// Same-host peers (rxm_shm_domain.cpp, README.md "Same-host peers over shm"): the shm
+	// fabric and domain every endpoint's shm side uses, opened on first use. MRs are per
+	// domain, so every registration a peer may reach (the application's with remote access,
+	// rxm's rendezvous buffers) has a twin there under the key the peer already knows, over
+	// the same bytes and addressed the same way: a peer reaches over shm exactly what it
+	// reaches over the core. 0, or why there is no shm side (then it stays so).
+	int open_shm_domain();
+	struct fid_fabric *shm_fabric() const { return shm_fabric_.get(); }
+	struct fid_domain *shm_domain() const { return shm_domain_.get(); }
+	const struct fi_info *shm_info() const { return shm_info_.get(); }
+	// The shm twin of [buf, buf + len) under 'key': 'offset' is the core registration's
+	// fi_mr_attr.offset, used when the core addresses by offset (over FI_MR_VIRT_ADDR the
+	// twin is addressed by virtual address instead). The shm domain must be open.
+	int register_shm_twin(void *buf, size_t len, uint64_t access, uint64_t key,
+			      uint64_t offset, struct fid_mr **twin);
+
 	// rxm's own objects replace util's defaults of the same names.
 	int av_open(struct fi_av_attr *attr, struct fid_av **av, void *context);
 	int cq_open(struct fi_cq_attr *attr, struct fid_cq **cq, void *context);
@@ -88,6 +104,11 @@ private:
 	struct CoreCloser {
 		void operator()(struct fid_domain *core) const { fi_close(&core->fid); }
 	};
+	struct FabricCloser {
+		void operator()(struct fid_fabric *fabric) const { fi_close(&fabric->fid); }
+	};
+	int twin_registered_mrs(); // under mr_lock_, once the shm domain opened
+	int close_shm_domain();
 
 	RxmFabric &rxm_fabric_;
 	std::unique_ptr<struct fi_info, InfoDeleter> core_info_;
@@ -97,8 +118,14 @@ private:
 	std::atomic<bool> bind_refusal_logged_{false};
 	struct ofi_rx_hold_ops *rx_hold_ = nullptr;
 	struct ofi_quiet_ops *quiet_ = nullptr;
+	// Guards mrs_ and the opening of the shm domain (an MR registered meanwhile gets its
+	// twin either from mr_regattr or from twin_registered_mrs, never from both or neither).
 	std::mutex mr_lock_;
 	std::unordered_map<uint64_t, class RxmMr *> mrs_;
+	std::unique_ptr<struct fi_info, InfoDeleter> shm_info_;
+	std::unique_ptr<struct fid_fabric, FabricCloser> shm_fabric_;
+	std::unique_ptr<struct fid_domain, CoreCloser> shm_domain_;
+	int shm_open_error_ = 0;
 	std::mutex atomic_lock_;
 };
 
@@ -111,6 +138,10 @@ public:
 	struct fid_mr *pub() { return &embedded_fid.pub; }
 	struct fid_mr *core() const { return core_; }
 	void *core_desc() const { return fi_mr_desc(core_); }
+	// Its twin in the domain's shm domain (nullptr: none, no remote access or no shm yet).
+	struct fid_mr *shm_twin() const { return shm_twin_; }
+	void set_shm_twin(struct fid_mr *twin) { shm_twin_ = twin; }
+	uint64_t offset() const { return offset_; }
 
 	// Recovers an RxmMr from an application descriptor (nullptr if it is not one).
 	static RxmMr *from_desc(void *desc);
@@ -121,6 +152,11 @@ public:
 	uint64_t access() const { return access_; }
 	// Whether the registration grants every access bit in 'need' (multi-iov ones: unknown, no).
 	bool grants(uint64_t need) const { return (access_ & need) == need; }
+	// Whether a peer may reach it (no access bits means every access, fi_mr(3)).
+	bool grants_remote() const
+	{
+		return !access_ || (access_ & (FI_REMOTE_READ | FI_REMOTE_WRITE));
+	}
 
 private:
 	RxmDomain *domain_;
@@ -128,6 +164,8 @@ private:
 	uint8_t *base_ = nullptr;
 	size_t length_ = 0;
 	uint64_t access_ = 0;
+	uint64_t offset_ = 0;
+	struct fid_mr *shm_twin_ = nullptr;
 };
 
 } // namespace rxm

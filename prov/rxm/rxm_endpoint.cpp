@@ -484,11 +484,10 @@ void RxmEndpoint::shutdown_all()
 		fi_close(&tx_mr_->fid);
 	tx_mr_ = nullptr;
 	for (TxOp &op : ops_)
-		for (size_t i = 0; i < op.own_mr_count; i++)
-			fi_close(&op.own_mr[i]->fid);
+		close_own_mrs(op.own_mr, op.own_shm_mr, &op.own_mr_count);
 	for (RecvOp &op : recvs_)
-		for (size_t i = 0; op.in_use && i < op.own_mr_count; i++)
-			fi_close(&op.own_mr[i]->fid);
+		if (op.in_use)
+			close_own_mrs(op.own_mr, op.own_shm_mr, &op.own_mr_count);
 	// The pools go too: a later fi_enable (after a failed one) builds them afresh, and
 	// free lists built twice would hand out one slot twice.
 	tx_buffers_.clear();

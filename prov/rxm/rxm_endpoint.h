@@ -402,6 +402,21 @@ private:
 	{
 		return conn->tx_on_shm ? shm_->iov_limit : core_iov_limit_;
 	}
+	// The endpoint a rendezvous transfer (read or write) for a message takes, and the local
+	// descriptor there: over shm when the message came over shm (kArrivedOnShm; its sender
+	// registered the twins there), else over the core. shm needs no local descriptors.
+	static struct fid_ep *rndv_ep(const RxmConn *conn, bool on_shm)
+	{
+		return on_shm && conn->shm_ep ? conn->shm_ep : conn->core_ep;
+	}
+	static void *rndv_desc(void *core_desc, bool on_shm) { return on_shm ? nullptr : core_desc; }
+	// Binds what rxm registered for a rendezvous request to the connection it leaves on;
+	// leaving over shm, each registration the peer reads gets its shm twin there first.
+	void bind_rndv_sources(TxOp *op, RxmConn *conn);
+	// The shm twin of one of rxm's own registrations of a moved connection, bound to its
+	// shm endpoint (as bind_internal binds the original to the core endpoint).
+	int twin_internal(const RxmConn *conn, void *buf, size_t len, uint64_t access,
+			  struct fid_mr *original, struct fid_mr **twin);
 	bool shm_wanted() const; // FI_OFI_RXM_USE_SHM and a core the switch works over
 	int open_shm();          // the endpoint's shm side, on first use
 	void close_shm_side();   // shutdown_all: after every connection's shm endpoint

@@ -95,8 +95,10 @@ struct TxOp : ListNode {
 	bool zero_copy;        // eager: prepared holds only the header, the payload is iov
 	uint64_t rndv_key[kRndvMaxSegments];
 	fid_mr *own_mr[kRndvMaxSegments]; // registrations rxm made for this op
+	fid_mr *own_shm_mr[kRndvMaxSegments]; // their shm twins (request sent over shm)
 	size_t own_mr_count;
 	bool own_mr_bound;                // bound to the connection the request went out on
+	bool writes_on_shm;               // rndv write: the receiver exposed its buffer on shm
 	int error;
 	// RMA
 	uint64_t rma_addr;
@@ -142,6 +144,7 @@ struct RecvOp {
 	// When the read in the core counts as not served (FI_OFI_RXM_RNDV_READ_TIMEOUT).
 	std::chrono::steady_clock::time_point read_deadline;
 	fid_mr *own_mr[kRndvMaxSegments];
+	fid_mr *own_shm_mr[kRndvMaxSegments]; // shm twins (buffer exposed on a moved connection)
 	size_t own_mr_count;
 	int error;
 	RecvOp *next_free;

@@ -46,9 +46,7 @@ RecvOp *RxmEndpoint::alloc_recv()
 
 void RxmEndpoint::free_recv(RecvOp *op)
 {
-	for (size_t i = 0; i < op->own_mr_count; i++)
-		fi_close(&op->own_mr[i]->fid);
-	op->own_mr_count = 0;
+	close_own_mrs(op->own_mr, op->own_shm_mr, &op->own_mr_count);
 	op->in_use = false;
 	op->next_free = free_recvs_;
 	free_recvs_ = op;
@@ -447,6 +445,8 @@ void RxmEndpoint::on_rx_buffer(RxBuffer *buf, size_t len)
 			repost(buf);
 		return;
 	}
+	if (buf->on_shm)
+		hdr.flags |= kArrivedOnShm; // its rendezvous transfers take shm too (rndv_ep)
 	handle_message(conn, hdr, message.subspan(kWireHeaderSize));
 	if (repost(buf))
 		on_buffer_reposted(conn);
@@ -743,10 +743,11 @@ void RxmEndpoint::post_pending_reads()
 		size_t core_max = domain_->core_info()->ep_attr->max_msg_size;
 		if (core_max && chunk > core_max)
 			chunk = core_max;
-		ssize_t ret = fi_read(op->conn->core_ep,
+		bool on_shm = op->wire_flags & kArrivedOnShm;
+		ssize_t ret = fi_read(rndv_ep(op->conn, on_shm),
 				      static_cast<uint8_t *>(op->iov[li].iov_base) + loff, chunk,
-				      op->desc[li], 0, op->rndv[ri].addr + roff, op->rndv[ri].key,
-				      &op->core);
+				      rndv_desc(op->desc[li], on_shm), 0, op->rndv[ri].addr + roff,
+				      op->rndv[ri].key, &op->core);
 		if (ret == -FI_EAGAIN)
 			return;
 		pending_reads_.pop_front();

@@ -35,10 +35,18 @@ void RxmEndpoint::collect_remote_counts()
 		if (!core_remote_cntr_[i])
 			continue;
 		uint64_t now = fi_cntr_read(core_remote_cntr_[i]);
-		if (now == core_remote_seen_[i])
+		if (now != core_remote_seen_[i]) {
+			targets[i]->increment(now - core_remote_seen_[i]);
+			core_remote_seen_[i] = now;
+		}
+		// RMA of peers moved to shm lands on their shm endpoints (rxm_shm.h).
+		if (!shm_ || !shm_->remote_cntr[i])
 			continue;
-		targets[i]->increment(now - core_remote_seen_[i]);
-		core_remote_seen_[i] = now;
+		now = fi_cntr_read(shm_->remote_cntr[i]);
+		if (now != shm_->remote_seen[i]) {
+			targets[i]->increment(now - shm_->remote_seen[i]);
+			shm_->remote_seen[i] = now;
+		}
 	}
 }
 

@@ -72,6 +72,12 @@ void RxmEndpoint::expose_for_rndv_write(RecvOp *op)
 			op->own_mr[op->own_mr_count++] = own;
 			// Only the peer whose request this answers may write it (closed with the op).
 			ret = domain_->bind_internal(own, op->conn->core_ep);
+			// Our answer leaves over shm when our marker was queued before it: the
+			// peer then writes over shm (writes_on_shm), into the twin.
+			if (!ret && op->conn->shm_moved_queued)
+				ret = twin_internal(op->conn, op->iov[i].iov_base, len,
+						    FI_REMOTE_WRITE, own,
+						    &op->own_shm_mr[op->own_mr_count - 1]);
 			if (ret) {
 				op->error = ret;
 				break;
@@ -118,6 +124,8 @@ void RxmEndpoint::handle_rndv_write_ready(RxmConn *conn, const WireHeader &hdr,
 	}
 	memcpy(op->remote, segs, sizeof(segs));
 	op->remote_count = nsegs;
+	// The receiver exposed its buffer on the path its answer took (expose_for_rndv_write).
+	op->writes_on_shm = hdr.flags & kArrivedOnShm;
 	op->write_total = hdr.total_len;
 	op->write_issued = 0;
 	op->writing = true;
@@ -172,10 +180,10 @@ void RxmEndpoint::post_pending_writes()
 		size_t core_max = domain_->core_info()->ep_attr->max_msg_size;
 		if (core_max && chunk > core_max)
 			chunk = core_max;
-		ssize_t ret = fi_write(conn->core_ep,
+		ssize_t ret = fi_write(rndv_ep(conn, op->writes_on_shm),
 				       static_cast<uint8_t *>(op->iov[li].iov_base) + loff, chunk,
-				       op->desc[li], 0, op->remote[ri].addr + roff, op->remote[ri].key,
-				       &op->core);
+				       rndv_desc(op->desc[li], op->writes_on_shm), 0,
+				       op->remote[ri].addr + roff, op->remote[ri].key, &op->core);
 		if (ret == -FI_EAGAIN)
 			return;
 		pending_writes_.pop_front();

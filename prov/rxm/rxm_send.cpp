@@ -97,9 +97,7 @@ TxOp *RxmEndpoint::alloc_op(RxmConn *for_peer)
 
 void RxmEndpoint::free_op(TxOp *op)
 {
-	for (size_t i = 0; i < op->own_mr_count; i++)
-		fi_close(&op->own_mr[i]->fid);
-	op->own_mr_count = 0;
+	close_own_mrs(op->own_mr, op->own_shm_mr, &op->own_mr_count);
 	if (op->prepared) {
 		free_tx_buffer(op->prepared);
 		op->prepared = nullptr;
@@ -366,8 +364,7 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 			// The keys go out now, to this connection's peer only: bind the buffers
 			// registered for them to it (the request may have waited for the connection,
 			// or moved to another one, since they were registered).
-			for (size_t i = 0; i < op->own_mr_count; i++)
-				domain_->bind_internal(op->own_mr[i], conn->core_ep);
+			bind_rndv_sources(op, conn);
 			op->own_mr_bound = true;
 		}
 		stamp_conn_id(buf->data, conn->peer_conn_id);
@@ -455,7 +452,7 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 		fi_rma_iov rma{op->rma_addr, op->total_len, op->rma_key};
 		fi_msg_rma msg{};
 		msg.msg_iov = op->iov;
-		msg.desc = op->desc;
+		msg.desc = conn->tx_on_shm ? nullptr : op->desc; // shm takes no local descriptors
 		msg.iov_count = op->iov_count;
 		msg.rma_iov = &rma;
 		msg.rma_iov_count = 1;
@@ -470,8 +467,8 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 				return false;
 		}
 		ssize_t ret = op->kind == TxKind::rma_write
-				      ? fi_writemsg(conn->core_ep, &msg, core_flags)
-				      : fi_readmsg(conn->core_ep, &msg, core_flags);
+				      ? fi_writemsg(tx_ep(conn), &msg, core_flags)
+				      : fi_readmsg(tx_ep(conn), &msg, core_flags);
 		if (ret == -FI_EAGAIN) {
 			if (needs_credit)
 				return_send_credit(conn);

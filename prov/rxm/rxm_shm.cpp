@@ -53,15 +53,13 @@ ShmPath::~ShmPath()
 {
 	if (pep)
 		fi_close(&pep->fid);
+	for (struct fid_cntr *c : remote_cntr)
+		if (c)
+			fi_close(&c->fid);
 	if (cq)
 		fi_close(&cq->fid);
 	if (eq)
 		fi_close(&eq->fid);
-	if (domain)
-		fi_close(&domain->fid);
-	if (fabric)
-		fi_close(&fabric->fid);
-	fi_freeinfo(info);
 }
 
 uint32_t shm_name_pid(const char *name, size_t len)
@@ -113,24 +111,12 @@ int RxmEndpoint::open_shm()
 	if (shm_open_failed_)
 		return -FI_ENODATA;
 	std::unique_ptr<ShmPath> path(new (std::nothrow) ShmPath);
-	fi_info *hints = fi_allocinfo();
-	if (!path || !hints) {
-		fi_freeinfo(hints);
-		return -FI_ENOMEM;
+	int ret = path ? domain_->open_shm_domain() : -FI_ENOMEM;
+	if (!ret) {
+		path->info = domain_->shm_info();
+		path->fabric = domain_->shm_fabric();
+		path->domain = domain_->shm_domain();
 	}
-	hints->ep_attr->type = FI_EP_MSG;
-	hints->caps = FI_MSG | FI_SEND | FI_RECV;
-	hints->mode = FI_CONTEXT | FI_CONTEXT2;
-	hints->addr_format = FI_ADDR_STR;
-	hints->fabric_attr->prov_name = strdup("shm");
-	int ret = hints->fabric_attr->prov_name
-			  ? fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &path->info)
-			  : -FI_ENOMEM;
-	fi_freeinfo(hints);
-	if (!ret)
-		ret = fi_fabric(path->info->fabric_attr, &path->fabric, nullptr);
-	if (!ret)
-		ret = fi_domain(path->fabric, path->info, &path->domain, nullptr);
 	// Wait fds only when the core's were wanted (a bound CQ or counter has a wait object).
 	bool want_fd = core_cq_wait_.has_fds();
 	if (!ret) {
@@ -146,8 +132,17 @@ int RxmEndpoint::open_shm()
 		attr.wait_obj = want_fd ? FI_WAIT_FD : FI_WAIT_NONE;
 		ret = fi_cq_open(path->domain, &attr, &path->cq, nullptr);
 	}
+	for (int i = 0; i < 2 && !ret; i++) {
+		if (!core_remote_cntr_[i])
+			continue;
+		fi_cntr_attr attr{};
+		attr.events = FI_CNTR_EVENTS_COMP;
+		attr.wait_obj = FI_WAIT_NONE;
+		ret = fi_cntr_open(path->domain, &attr, &path->remote_cntr[i], nullptr);
+	}
 	if (!ret)
-		ret = fi_passive_ep(path->fabric, path->info, &path->pep, nullptr);
+		ret = fi_passive_ep(path->fabric, const_cast<fi_info *>(path->info), &path->pep,
+				    nullptr);
 	if (!ret)
 		ret = fi_pep_bind(path->pep, &path->eq->fid, 0);
 	if (!ret)
@@ -372,15 +367,19 @@ void RxmEndpoint::shm_offer(RxmConn *conn)
 }
 
 // Opens a shm endpoint on the endpoint's shm domain, bound to its EQ and CQ.
-static int open_shm_ep(const ShmPath &shm, struct fi_info *info, struct fid_ep **out)
+static int open_shm_ep(const ShmPath &shm, const struct fi_info *info, struct fid_ep **out)
 {
 	struct fid_ep *ep = nullptr;
-	int ret = fi_endpoint(shm.domain, info, &ep, nullptr);
+	int ret = fi_endpoint(shm.domain, const_cast<fi_info *>(info), &ep, nullptr);
 	if (ret)
 		return ret;
 	ret = fi_ep_bind(ep, &shm.eq->fid, 0);
 	if (!ret)
 		ret = fi_ep_bind(ep, &shm.cq->fid, FI_TRANSMIT | FI_RECV);
+	if (!ret && shm.remote_cntr[0])
+		ret = fi_ep_bind(ep, &shm.remote_cntr[0]->fid, FI_REMOTE_READ);
+	if (!ret && shm.remote_cntr[1])
+		ret = fi_ep_bind(ep, &shm.remote_cntr[1]->fid, FI_REMOTE_WRITE);
 	if (!ret)
 		ret = fi_enable(ep);
 	if (ret) {

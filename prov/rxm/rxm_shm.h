@@ -1,8 +1,9 @@
 // Same-host peers over shared memory: once a core (tcp) connection is up and both endpoints
 // have FI_OFI_RXM_USE_SHM on, the connection's traffic moves to a shm connection between the
 // two processes (README.md, "Same-host peers over shm"). This is the endpoint's shm side: one
-// shm fabric, domain, EQ, CQ and passive endpoint, opened on first use, whose completions rxm's
-// progress drains like the core's and whose wait fds join the core's as wait sources.
+// shm EQ, CQ and passive endpoint on the domain's shm domain, opened on first use, whose
+// completions rxm's progress drains like the core's and whose wait fds join the core's as
+// wait sources.
 #ifndef OFI_PROV_RXM_SHM_H
 #define OFI_PROV_RXM_SHM_H
 
@@ -10,6 +11,7 @@
 #include "prov/rxm/rxm_wire.h"
 
 #include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 
@@ -23,13 +25,19 @@ namespace rxm {
 // so a few suffice; each one a message lands in becomes resident.
 constexpr size_t kShmRxBuffers = 4;
 
+// An endpoint's shm side. The fabric, domain and info are the rxm domain's (shared by its
+// endpoints: the domain holds the registrations); the rest is the endpoint's own.
 struct ShmPath {
-	struct fi_info *info = nullptr;
+	const struct fi_info *info = nullptr;
 	struct fid_fabric *fabric = nullptr;
 	struct fid_domain *domain = nullptr;
 	struct fid_eq *eq = nullptr;
 	struct fid_cq *cq = nullptr;
 	struct fid_pep *pep = nullptr;
+	// Remote-side counters (FI_RMA_EVENT), as the core's (rxm_remote_cntr.cpp): [0] reads,
+	// [1] writes; bound to every shm endpoint, added to the application's on progress.
+	struct fid_cntr *remote_cntr[2] = {};
+	uint64_t remote_seen[2] = {};
 	char name[kShmNameSize] = {}; // the listener's address, NUL-padded (what offers carry)
 	size_t iov_limit = 1;
 	// Our shm's kernel-given peer pid (prov/shm/shm_peer_ops.h); null over another shm.
@@ -44,6 +52,16 @@ struct ShmPath {
 	ShmPath &operator=(const ShmPath &) = delete;
 	~ShmPath();
 };
+
+// Not a wire flag: on_rx_buffer sets it in a decoded header (never encoded) when the message
+// came over shm, and it travels with the message's flags (RecvOp::wire_flags). A rendezvous
+// transfer of such a message goes over shm as well: its sender had moved when it sent it, so
+// the registrations it offered have their twins in its shm domain (and only then).
+constexpr uint16_t kArrivedOnShm = 1 << 15;
+static_assert((kArrivedOnShm & wire_flag::all) == 0, "collides with a wire flag");
+
+// Closes the registrations rxm made for one operation, each shm twin before its original.
+void close_own_mrs(struct fid_mr **core, struct fid_mr **shm, size_t *count);
 
 // The pid in the name shm gives a connection request's source ("fi_shm://peer.PID", from
 // SO_PEERCRED, a kernel fact) or in a listener name it picked ("fi_shm://PID:N", a claim);

@@ -419,6 +419,7 @@ private:
 			  struct fid_mr *original, struct fid_mr **twin);
 	bool shm_wanted() const; // FI_OFI_RXM_USE_SHM and a core the switch works over
 	int open_shm();          // the endpoint's shm side, on first use
+	size_t shm_cq_size() const;
 	void close_shm_side();   // shutdown_all: after every connection's shm endpoint
 	void shm_register_wait();
 	void shm_unregister_wait();

@@ -21,6 +21,13 @@
 
 namespace rxm {
 
+bool lower_domains_need_no_lock(const struct fi_info *info)
+{
+	const fi_domain_attr *d = info ? info->domain_attr : nullptr;
+	return d && d->threading == FI_THREAD_DOMAIN && d->data_progress != FI_PROGRESS_AUTO &&
+	       !params().data_auto_progress;
+}
+
 namespace {
 
 struct fi_info *checked_core_info(const struct fi_info *info)
@@ -34,8 +41,11 @@ struct fi_info *checked_core_info(const struct fi_info *info)
 	return core_info;
 }
 
-struct fid_domain *open_core_domain(RxmFabric &fabric, struct fi_info *core_info)
+struct fid_domain *open_core_domain(RxmFabric &fabric, struct fi_info *core_info,
+				     const struct fi_info *info)
 {
+	if (lower_domains_need_no_lock(info))
+		core_info->domain_attr->threading = FI_THREAD_DOMAIN;
 	struct fid_domain *core = nullptr;
 	int ret = fi_domain(fabric.core(), core_info, &core, nullptr);
 	if (ret) {
@@ -62,7 +72,7 @@ Ops *core_ops(struct fid_domain *core, const char *name)
 RxmDomain::RxmDomain(RxmFabric &fabric, const struct fi_info *info, void *context)
 	: util::Domain(fabric, info, context, AutoProgress::provider), rxm_fabric_(fabric),
 	  core_info_(checked_core_info(info)),
-	  core_(open_core_domain(fabric, core_info_.get())),
+	  core_(open_core_domain(fabric, core_info_.get(), info)),
 	  rma_capable_(core_has_rma(core_info_.get())),
 	  flow_ctrl_(core_ops<ofi_flow_ctrl_ops>(core_.get(), OFI_FLOW_CTRL_OPS_NAME)),
 	  rx_hold_(core_ops<ofi_rx_hold_ops>(core_.get(), OFI_RX_HOLD_OPS_NAME)),

@@ -24,6 +24,13 @@ namespace rxm {
 
 class RxmFabric;
 
+// rxm touches its core and shm domains only from the application's calls on its own objects,
+// under an endpoint's lock, or from its per-endpoint progress thread. Endpoint locks do not
+// serialise the domain (its endpoints and registrations share the lower domains), so the
+// lower domains may skip their locks (util: FI_THREAD_DOMAIN with manual progress) only when
+// the application serialises the whole domain (FI_THREAD_DOMAIN) and rxm runs no thread.
+bool lower_domains_need_no_lock(const struct fi_info *info);
+
 class RxmDomain : public util::Domain {
 public:
 	// Opens the core domain for 'info' (its core MSG info: core_info_for); throws

@@ -52,6 +52,8 @@ int RxmDomain::open_shm_domain()
 			: -FI_ENOMEM;
 	fi_freeinfo(hints);
 	shm_info_.reset(info);
+	if (!ret && lower_domains_need_no_lock(util::Domain::info()))
+		info->domain_attr->threading = FI_THREAD_DOMAIN;
 	struct fid_fabric *fabric = nullptr;
 	if (!ret)
 		ret = fi_fabric(info->fabric_attr, &fabric, nullptr);

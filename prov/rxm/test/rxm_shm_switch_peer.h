@@ -85,6 +85,9 @@ struct Peer {
 	// registered with FI_REMOTE_READ | FI_REMOTE_WRITE; the peer's key and base address.
 	static constexpr size_t kWindow = 4 << 20;
 	bool rma = false;
+	// Opens the domain FI_THREAD_DOMAIN (this process calls from one thread): rxm's lower
+	// domains then run without locks (rxm_domain.h, lower_domains_need_no_lock).
+	bool thread_domain = false;
 	std::vector<uint8_t> win;
 	fid_mr *win_mr = nullptr;
 	uint64_t peer_key = 0;
@@ -127,6 +130,8 @@ struct Peer {
 				     hints, &info);
 		fi_freeinfo(hints);
 		CHILD_CHECK(ret == 0, "fi_getinfo: %s", fi_strerror(-ret));
+		if (thread_domain)
+			info->domain_attr->threading = FI_THREAD_DOMAIN;
 		CHILD_CHECK(fi_fabric(info->fabric_attr, &fabric, nullptr) == 0, "fi_fabric");
 		CHILD_CHECK(fi_domain(fabric, info, &domain, nullptr) == 0, "fi_domain");
 		fi_av_attr av_attr{};
@@ -251,7 +256,14 @@ struct Peer {
 	// Both sides pass here together: an 8-byte tagged message each way.
 	bool sync(uint64_t tag)
 	{
-		uint64_t out = tag, in = 0;
+		uint64_t ignored;
+		return swap(tag, tag, &ignored);
+	}
+
+	// sync() carrying a value each way: *theirs is the peer's `mine`.
+	bool swap(uint64_t tag, uint64_t mine, uint64_t *theirs)
+	{
+		uint64_t out = mine, in = 0;
 		int rctx = 0, sctx = 0, status = 0;
 		if (!post("fi_trecv", [&] { return fi_trecv(ep, &in, 8, nullptr, peer, tag, 0, &rctx); }) ||
 		    !post("fi_tsend", [&] { return fi_tsend(ep, &out, 8, nullptr, peer, tag, &sctx); }))
@@ -261,7 +273,8 @@ struct Peer {
 		CHILD_CHECK(status == 0, "sync send: %s", fi_strerror(-status));
 		if (!wait_for(&rctx, &status))
 			return false;
-		CHILD_CHECK(status == 0 && in == tag, "sync receive: %s", fi_strerror(-status));
+		CHILD_CHECK(status == 0, "sync receive: %s", fi_strerror(-status));
+		*theirs = in;
 		return true;
 	}
 

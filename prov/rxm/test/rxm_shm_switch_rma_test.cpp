@@ -15,13 +15,26 @@ using namespace shm_switch_test;
 const size_t kRmaSizes[] = {0, 1, 64, 4032, 4033, 65536, 1 << 20, 4 << 20};
 
 // Messages both ways while the connection opens and moves (as rxm_shm_switch_test.cpp).
-bool settle(Peer &p)
+bool settle(Peer &p, bool expect_shm)
 {
 	if (!p.exchange({8, 70000, 8, 300000}, 0, false))
 		return false;
 	for (uint64_t seq = 1000; seq < 1200; seq += 10)
 		if (!p.exchange({8, 8, 8, 8, 8, 8, 8, 8, 8, 8}, seq, true))
 			return false;
+	// Until both directions moved (a loaded machine may lag): a round trip that leaves the
+	// TCP counters of both processes flat. Both decide on the same pair of answers.
+	for (uint64_t round = 0; expect_shm && round < 500; round++) {
+		uint64_t before = tcp_bytes(), theirs = 0;
+		if (!p.swap(2000 + round, 0, &theirs))
+			return false;
+		uint64_t flat = tcp_bytes() == before;
+		if (!p.swap(3000 + round, flat, &theirs))
+			return false;
+		if (flat && theirs)
+			return true;
+	}
+	CHILD_CHECK(!expect_shm, "the connection never moved to shm");
 	return true;
 }
 
@@ -128,11 +141,13 @@ bool rma_refused(Peer &p)
 
 // expect_shm: nothing after the move may cross a TCP socket; else (a side has it off) the
 // RMA payload must.
-bool rma_peer(int to_peer, int from_peer, bool expect_shm, bool refusals)
+bool rma_peer(int to_peer, int from_peer, bool expect_shm, bool refusals,
+	      bool thread_domain = false)
 {
 	Peer p;
 	p.rma = true;
-	if (!p.open(to_peer, from_peer) || !settle(p))
+	p.thread_domain = thread_domain;
+	if (!p.open(to_peer, from_peer) || !settle(p, expect_shm))
 		return false;
 	uint64_t start = tcp_bytes();
 	if (!rma_both_ways(p) || (refusals && !rma_refused(p)))
@@ -188,6 +203,16 @@ TEST(RxmShmSwitchRma, PeerReachesOnlyWhatWasOffered)
 		GTEST_SKIP() << "the switch is tested over tcp;ofi_rxm";
 	run_rma_pair("FI_OFI_RXM_USE_SHM=1 FI_OFI_RXM_USE_CMA=0",
 		     "FI_OFI_RXM_USE_SHM=1 FI_OFI_RXM_USE_CMA=0", true, true);
+}
+
+TEST(RxmShmSwitchRma, ThreadDomainWithoutLowerLocks)
+{
+	if (!tcp_layering())
+		GTEST_SKIP() << "the switch is tested over tcp;ofi_rxm";
+	run_forked_pair("FI_OFI_RXM_USE_SHM=1 FI_OFI_RXM_USE_CMA=0",
+			"FI_OFI_RXM_USE_SHM=1 FI_OFI_RXM_USE_CMA=0", [](int to_peer, int from_peer) {
+				return rma_peer(to_peer, from_peer, true, true, true);
+			});
 }
 
 TEST(RxmShmSwitchRma, OneSideOffStaysOnTcp)

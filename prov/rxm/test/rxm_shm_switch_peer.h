@@ -17,6 +17,7 @@
 #include <rdma/fi_tagged.h>
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 #include <linux/tcp.h> // tcp_info with the byte counters (glibc's lacks them)
 #include <sys/socket.h>
@@ -48,24 +49,56 @@ using Clock = std::chrono::steady_clock;
 		}                                                                 \
 	} while (0)
 
-// Bytes sent (acked) plus received over every TCP socket this process holds.
-inline uint64_t tcp_bytes()
+// Bytes sent (acked) plus received over every TCP socket this process holds, per socket
+// (inode), so a check can tell traffic on a connection from one opened or closed meanwhile.
+struct TcpSnapshot {
+	std::map<ino_t, uint64_t> bytes;
+	uint64_t total() const
+	{
+		uint64_t sum = 0;
+		for (auto &[ino, n] : bytes)
+			sum += n;
+		return sum;
+	}
+};
+
+inline TcpSnapshot tcp_snapshot()
 {
-	uint64_t total = 0;
+	TcpSnapshot snap;
 	DIR *dir = opendir("/proc/self/fd");
 	if (!dir)
-		return 0;
+		return snap;
 	while (dirent *e = readdir(dir)) {
 		int fd = atoi(e->d_name);
 		if (fd <= 2 || fd == dirfd(dir))
 			continue;
 		tcp_info info{};
 		socklen_t len = sizeof(info);
-		if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) == 0)
-			total += info.tcpi_bytes_acked + info.tcpi_bytes_received;
+		struct stat st{};
+		if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) == 0 && fstat(fd, &st) == 0)
+			snap.bytes[st.st_ino] = info.tcpi_bytes_acked + info.tcpi_bytes_received;
 	}
 	closedir(dir);
-	return total;
+	return snap;
+}
+
+inline uint64_t tcp_bytes() { return tcp_snapshot().total(); }
+
+// What crossed the sockets that were open at both snapshots. A connection opened or closed
+// in between (a duplicate connect resolved late, a loser's socket going away) carries only
+// its handshake; the payloads under test would show on the connection that moved.
+inline uint64_t tcp_bytes_on_kept(const TcpSnapshot &before, const TcpSnapshot &after)
+{
+	uint64_t sum = 0;
+	for (auto &[ino, n] : after.bytes) {
+		auto it = before.bytes.find(ino);
+		if (it != before.bytes.end())
+			sum += n - it->second;
+		else
+			fprintf(stderr, "[pid %d] a TCP socket opened meanwhile: %lu bytes\n", getpid(),
+				static_cast<unsigned long>(n));
+	}
+	return sum;
 }
 
 inline uint8_t pattern(uint64_t seq, size_t i) { return static_cast<uint8_t>(seq * 131 + i * 7 + 1); }

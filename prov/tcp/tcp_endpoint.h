@@ -142,6 +142,9 @@ private:
 	// connect again. False when out of retries or the new connect fails at once.
 	bool retry_connect();
 	bool binds_local() const; // connects from local_ (else the kernel picks)
+	// Opens, binds (binds_local) and starts a non-blocking connect to peer_: 0 with *fd_out
+	// set, -FI_E* when the socket cannot be made, or the errno of a connect that failed at once.
+	int start_connect(int *fd_out);
 	std::unique_ptr<ConnectState> connecting_;
 	// ep_attr->auth_key when the application gave the endpoint its own (rare: otherwise the
 	// domain's key is presented, without a copy per endpoint).

@@ -66,6 +66,30 @@ int TcpEndpoint::getpeer(void *addr, size_t *addrlen)
 	return copy_address_out(peer_, addr, addrlen);
 }
 
+int TcpEndpoint::start_connect(int *fd_out)
+{
+	int fd = open_stream_socket(peer_.sa.sa_family);
+	if (fd < 0)
+		return fd;
+	auto *local = reinterpret_cast<sockaddr *>(&local_);
+	if (binds_local()) {
+		int ret = bind_in_port_range(fd, local, sockaddr_length(local));
+		if (ret) {
+			::close(fd);
+			return ret;
+		}
+	}
+	if (::connect(fd, reinterpret_cast<const sockaddr *>(&peer_),
+		      sockaddr_length(reinterpret_cast<const sockaddr *>(&peer_))) != 0 &&
+	    errno != EINPROGRESS) {
+		int err = errno;
+		::close(fd);
+		return err;
+	}
+	*fd_out = fd;
+	return 0;
+}
+
 bool TcpEndpoint::binds_local() const
 {
 	// A wildcard address with no port and no port range leaves the choice to the kernel.
@@ -92,30 +116,19 @@ int TcpEndpoint::connect(const void *addr, const void *param, size_t paramlen)
 	memmove(&peer_, dest, dest_len);
 	have_peer_ = true;
 
-	int fd = open_stream_socket(peer_.sa.sa_family);
-	if (fd < 0)
-		return fd;
-	auto *local = reinterpret_cast<sockaddr *>(&local_);
-	if (binds_local()) {
-		int ret = bind_in_port_range(fd, local, sockaddr_length(local));
-		if (ret) {
-			::close(fd);
-			return ret;
-		}
-	}
+	int fd = -1;
+	int ret = start_connect(&fd);
+	if (ret < 0)
+		return ret;
 	connecting_ = std::make_unique<ConnectState>();
 	if (paramlen)
 		memcpy(connecting_->request, param, paramlen);
 	connecting_->request_len = paramlen;
-
-	int ret = ::connect(fd, reinterpret_cast<const sockaddr *>(&peer_), dest_len);
-	if (ret != 0 && errno != EINPROGRESS) {
-		int err = errno;
-		::close(fd);
-		if (!is_peer_error(err))
-			return -err;
+	if (ret > 0) {
+		if (!is_peer_error(ret))
+			return -ret;
 		state_ = State::connecting;
-		connect_failed(err, nullptr, 0);
+		connect_failed(ret, nullptr, 0);
 		return 0;
 	}
 	cm_fd_ = fd;
@@ -159,20 +172,9 @@ bool TcpEndpoint::retry_connect()
 	// dropping us (or a peer that accepts and closes on purpose) ends in FI_ECONNREFUSED.
 	if (!connecting_ || connecting_->retries >= kConnectRetries)
 		return false;
-	int fd = open_stream_socket(peer_.sa.sa_family);
-	if (fd < 0)
+	int fd = -1;
+	if (start_connect(&fd) != 0) // e.g. the old connection still holds a fixed port
 		return false;
-	auto *local = reinterpret_cast<sockaddr *>(&local_);
-	if (binds_local() && bind_in_port_range(fd, local, sockaddr_length(local)) != 0) {
-		::close(fd); // e.g. the old connection still holds a fixed port: fail as before
-		return false;
-	}
-	int ret = ::connect(fd, reinterpret_cast<const sockaddr *>(&peer_),
-			    sockaddr_length(reinterpret_cast<const sockaddr *>(&peer_)));
-	if (ret != 0 && errno != EINPROGRESS) {
-		::close(fd);
-		return false;
-	}
 	FI_INFO(&provider, FI_LOG_EP_CTRL,
 		"listener %s closed our connection unanswered; connecting again (%u)\n",
 		sockaddr_to_string(reinterpret_cast<const sockaddr *>(&peer_)).c_str(),

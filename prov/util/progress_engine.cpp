@@ -185,6 +185,10 @@ void ProgressEngine::progress()
 		bool busy = hot_count_ && poll_hot();
 		if (epoll_due(busy))
 			dispatch_epoll();
+		else
+			probed_quiet_ = false;
+		if (busy)
+			probed_quiet_ = false;
 		if (--depth_ == 0)
 			retired_.clear();
 	}
@@ -222,7 +226,10 @@ bool ProgressEngine::prepare_sleep()
 	if (valid()) {
 		++depth_;
 		lazy_passes_ = 0;
-		if (dispatch_epoll() > 0)
+		// A pass that has just asked epoll and found nothing is as good as asking again:
+		// whatever became ready since wakes the sleeper's poll at once, and the pass after
+		// it dispatches. A blocking read then costs one epoll_wait per engine, not two.
+		if (!probed_quiet_ && dispatch_epoll() > 0)
 			sleep = false;
 		if (--depth_ == 0)
 			retired_.clear();
@@ -237,6 +244,7 @@ int ProgressEngine::dispatch_epoll()
 {
 	epoll_event events[kEventsPerPass];
 	int n = epoll_wait(epoll_fd_, events, kEventsPerPass, 0);
+	probed_quiet_ = n == 0;
 	int dispatched = 0;
 	for (int i = 0; i < n; ++i) {
 		if (events[i].data.ptr == kStopTag)

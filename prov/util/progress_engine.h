@@ -145,7 +145,8 @@ public:
 	static constexpr unsigned kHotIdlePasses = 4096;
 
 	// The step before sleeping on fd(): dispatches what epoll reports (a doorbell left
-	// readable would wake the sleeper at once), then runs every source's before_sleep().
+	// readable would wake the sleeper at once) unless the pass just before found epoll
+	// empty, then runs every source's before_sleep().
 	// True: sleep. False: a handler ran or a source has work: progress instead.
 	bool prepare_sleep();
 
@@ -199,6 +200,8 @@ private:
 	size_t eager_count_ = 0;     // registrations that are not lazy
 	unsigned lazy_passes_ = 0;   // passes since epoll was last asked, all fds lazy
 	std::atomic<bool> epoll_requested_{false};
+	// The last pass asked epoll, nothing was ready and no hot fd had data (prepare_sleep).
+	bool probed_quiet_ = false;
 	std::atomic<int> exported_wait_fds_{0};  // see keep_armed()
 	std::atomic<bool> trywait_seen_{false};
 	int stop_fd_ = -1;  // eventfd that wakes the auto-progress thread for shutdown

@@ -306,20 +306,33 @@ private:
 	// A read response's region was closed: error it before it starts, else end the stream.
 	bool abandon_read_response(TxEntry *e);
 
-	// Small messages arrive with their header in one recv into the stage (and the next
-	// headers with them); payloads of kStageSize or more go straight to their buffers.
-	// 4 KiB: a message of up to ~4 KiB (rxm's header and a 1 KiB payload, say) costs one
-	// recv and a copy; at 512 bytes such a message took a recv for its start and a readv
-	// for the rest. The stage is one per thread; a connection keeps only unread leftovers.
-	// During progress_rx the stage is the thread's shared one; bytes left in it when the
-	// call ends move to `kept_` (stage_len_ bytes, allocated only then and of just that
-	// size), so an idle connection carries none and a waiting one only what it read.
-	static constexpr size_t kStageSize = 4096;
+	// A message arrives with its header in one recv into the stage (and the next headers
+	// with it) when header and payload fit the stage: 16 KiB + 512 holds rxm's messages up
+	// to 16 KiB with both headers (at 4 KiB, rxm's 4 KiB message, 4200 bytes with the
+	// headers, took a second recv for its last 104 bytes). A payload still missing
+	// kDirectRead bytes or more once the stage is used up goes straight from the socket to
+	// its buffer, with a kStageTail-byte stage behind it (so the next header arrives with
+	// the same call while a stream of large messages is mostly not copied).
+	// The stage is one per thread (allocated on its first use); a connection keeps only
+	// unread leftovers. During progress_rx the stage is the thread's shared one; bytes left
+	// in it when the call ends move to `kept_` (allocated only then and of just that size),
+	// so an idle connection carries none and a waiting one only what it read. The next call
+	// reads them where they are (no copy back) and takes a stage again only to read the
+	// socket once they are used up: a window read at once and handed out one receive at a
+	// time (rxm reposts each shared buffer after use) is not copied again per message.
+	static constexpr size_t kStageSize = 16384 + 512;
+	static constexpr size_t kStageTail = 4096;
+	static constexpr size_t kDirectRead = 4096;
+	enum class StageKind : uint8_t { none, kept, shared, own };
 	uint8_t *stage_ = nullptr;
+	StageKind stage_kind_ = StageKind::none;
 	std::unique_ptr<uint8_t[]> kept_;
-	bool stage_shared_ = false;
+	std::unique_ptr<uint8_t[]> own_stage_;  // a nested call's (the thread's is in use)
 	void take_stage();
 	void put_stage();
+	// Makes stage_ a full, empty stage to read the socket into (the kept leftovers are
+	// used up by then); false (the stream failed) when no memory is left for one.
+	bool fresh_stage();
 	void read_stream();
 	size_t stage_pos_ = 0;
 	size_t stage_len_ = 0;

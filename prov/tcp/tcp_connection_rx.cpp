@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <new>
 
 namespace tcp {
 
@@ -141,60 +143,106 @@ void Connection::reset_rx()
 namespace {
 
 // The stage a progress_rx call reads into: one per thread (calls for different connections
-// run one after the other), taken by a nested call only if none is running.
-struct SharedStage {
-	uint8_t bytes[4096];
+// run one after the other), taken by a nested call only if none is running. Allocated on the
+// thread's first read, not per call.
+struct ThreadStage {
+	std::unique_ptr<uint8_t[]> bytes;
 	bool busy = false;
 };
-thread_local SharedStage shared_stage;
+thread_local ThreadStage thread_stage;
 
 } // namespace
 
 void Connection::take_stage()
 {
-	static_assert(sizeof(shared_stage.bytes) == kStageSize);
-	if (!shared_stage.busy) {
-		shared_stage.busy = true;
-		stage_shared_ = true;
-		stage_ = shared_stage.bytes;
-		if (kept_) {
-			// Bytes kept from the last call go back to the front of a full-size stage.
-			memcpy(stage_, kept_.get(), stage_len_);
-			stage_pos_ = 0;
-			kept_.reset();
-		}
+	if (kept_) {
+		// Bytes kept from the last call are read where they are (stage_pos_ onwards).
+		stage_ = kept_.get();
+		stage_kind_ = StageKind::kept;
 		return;
 	}
-	// A nested call (another connection's progress is running on this thread): a private
-	// full-size stage for the length of this call.
-	auto own = std::make_unique_for_overwrite<uint8_t[]>(kStageSize);
-	if (kept_) {
-		memcpy(own.get(), kept_.get(), stage_len_);
-		stage_pos_ = 0;
+	stage_ = nullptr;
+	stage_kind_ = StageKind::none;
+	stage_pos_ = stage_len_ = 0;
+}
+
+bool Connection::fresh_stage()
+{
+	if (stage_kind_ == StageKind::shared || stage_kind_ == StageKind::own) {
+		stage_pos_ = stage_len_ = 0;
+		return true;
 	}
-	kept_ = std::move(own);
-	stage_ = kept_.get();
+	// The kept bytes are used up (a read is due only then).
+	kept_.reset();
+	stage_pos_ = stage_len_ = 0;
+	if (!thread_stage.busy) {
+		if (!thread_stage.bytes)
+			thread_stage.bytes.reset(new (std::nothrow) uint8_t[kStageSize]);
+		if (thread_stage.bytes) {
+			thread_stage.busy = true;
+			stage_ = thread_stage.bytes.get();
+			stage_kind_ = StageKind::shared;
+			return true;
+		}
+	} else {
+		// A nested call (another connection's progress runs on this thread): a private
+		// stage for the length of this call.
+		own_stage_.reset(new (std::nothrow) uint8_t[kStageSize]);
+		if (own_stage_) {
+			stage_ = own_stage_.get();
+			stage_kind_ = StageKind::own;
+			return true;
+		}
+	}
+	stage_ = nullptr;
+	stage_kind_ = StageKind::none;
+	FI_WARN(&provider, FI_LOG_EP_DATA, "no memory for a %zu-byte read stage\n", kStageSize);
+	lost(FI_ENOMEM);
+	return false;
 }
 
 void Connection::put_stage()
 {
-	// Bytes read ahead (e.g. a message waiting for a receive buffer) stay with the
-	// connection in an allocation of exactly their size: with many peers sending to one
-	// endpoint at once, most connections hold one small message here, not a whole stage.
 	size_t left = staged();
-	std::unique_ptr<uint8_t[]> keep;
-	if (left) {
-		keep = std::make_unique_for_overwrite<uint8_t[]>(left);
-		memcpy(keep.get(), stage_ + stage_pos_, left);
+	switch (stage_kind_) {
+	case StageKind::kept:
+		// Still the leftovers of an earlier call: they stay where they are.
+		if (!left) {
+			kept_.reset();
+			stage_pos_ = stage_len_ = 0;
+		}
+		break;
+	case StageKind::shared:
+	case StageKind::own: {
+		// Bytes read ahead (e.g. messages waiting for a receive buffer) stay with the
+		// connection in an allocation of exactly their size: with many peers sending to
+		// one endpoint at once, most connections hold one small message here, not a
+		// whole stage.
+		std::unique_ptr<uint8_t[]> keep;
+		if (left) {
+			keep.reset(new (std::nothrow) uint8_t[left]);
+			if (keep)
+				memcpy(keep.get(), stage_ + stage_pos_, left);
+		}
+		if (stage_kind_ == StageKind::shared)
+			thread_stage.busy = false;
+		own_stage_.reset();
+		kept_ = std::move(keep);
+		stage_pos_ = 0;
+		stage_len_ = kept_ ? left : 0;
+		if (left && !kept_) {
+			// The bytes are out of the socket and cannot be put back.
+			FI_WARN(&provider, FI_LOG_EP_DATA,
+				"no memory to keep %zu bytes read ahead\n", left);
+			lost(FI_ENOMEM);
+		}
+		break;
 	}
-	if (stage_shared_) {
-		shared_stage.busy = false;
-		stage_shared_ = false;
+	case StageKind::none:
+		break;
 	}
-	kept_ = std::move(keep);
-	stage_pos_ = 0;
-	stage_len_ = left;
 	stage_ = nullptr;
+	stage_kind_ = StageKind::none;
 }
 
 bool Connection::progress_rx()
@@ -260,7 +308,7 @@ bool Connection::socket_result(ssize_t n, size_t asked)
 
 bool Connection::fill_stage()
 {
-	if (drained_)
+	if (drained_ || !fresh_stage())
 		return false;
 	ssize_t n = recv(fd_, stage_, kStageSize, MSG_DONTWAIT);
 	if (!socket_result(n, kStageSize))
@@ -465,12 +513,12 @@ bool Connection::read_payload()
 	    !owner_.region_alive(write_key_, write_serial_))
 		abandon_write();
 	if (!staged()) {
-		if (!into_.done() && into_.remaining() >= kStageSize) {
+		if (!into_.done() && into_.remaining() >= kDirectRead) {
 			// Large payloads go straight from the socket to their buffers.
 			// The stage rides along as a last buffer when nothing is to be discarded,
 			// so the next message's header (often a whole small message) comes with
 			// the same system call.
-			if (drained_)
+			if (drained_ || !fresh_stage())
 				return false;
 			size_t payload = into_.remaining();
 			iovec iov[IovCursor::kMaxSegments + 1];
@@ -478,8 +526,8 @@ bool Connection::read_payload()
 			std::copy(into_.current(), into_.current() + count, iov);
 			size_t asked = payload;
 			if (discard_left_ == 0) {
-				iov[count++] = {stage_, kStageSize};
-				asked += kStageSize;
+				iov[count++] = {stage_, kStageTail};
+				asked += kStageTail;
 			}
 			ssize_t n = readv(fd_, iov, count);
 			if (!socket_result(n, asked))

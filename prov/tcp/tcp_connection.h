@@ -158,6 +158,10 @@ struct PostArgs {
 	bool copy = false;       // FI_INJECT: copy the payload before returning
 	bool want_ack = false;   // FI_DELIVERY_COMPLETE: complete when the peer has it
 	bool silent = false;     // fi_inject*: no successful completion
+	// Only queue it: the owner calls progress_tx() soon (its next progress pass), so a
+	// burst leaves in one sendmsg. Sent at once anyway when the queued sends reach the
+	// gather limits of one sendmsg.
+	bool defer = false;
 };
 
 struct Limits {
@@ -204,7 +208,11 @@ public:
 	// that does "hot").
 	void progress_tx();
 	bool progress_rx();
-	bool wants_write() const { return fd_ >= 0 && !failed_ && tx_head_; }
+	// EPOLLOUT is wanted only while the socket refused bytes (a held-back send is the
+	// owner's to flush, and asking for it would cost an epoll_ctl per burst).
+	bool wants_write() const { return fd_ >= 0 && !failed_ && tx_head_ && tx_blocked_; }
+	// Sends posted with PostArgs::defer wait for progress_tx().
+	bool holds_sends() const { return deferred_iov_ > 0 && tx_head_; }
 	// True while the socket is not read: a decoded message waits for a posted receive, or
 	// a request waits for a free response slot (freed as responses are sent).
 	bool rx_paused() const
@@ -277,6 +285,11 @@ private:
 	TxPool tx_pool_;         // operations posted by the application
 	TxPool response_pool_;   // acks and read responses owed to the peer
 	TxEntry *tx_head_ = nullptr, *tx_tail_ = nullptr;
+	bool tx_blocked_ = false;      // the last sendmsg left bytes unsent
+	// Held back since the last progress_tx (PostArgs::defer): buffers and bytes, checked
+	// against the gather limits.
+	size_t deferred_iov_ = 0;
+	size_t deferred_bytes_ = 0;
 
 	RxQueue own_rx_;
 	RxQueue *rxq_ = &own_rx_;

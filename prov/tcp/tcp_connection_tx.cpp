@@ -199,6 +199,12 @@ int Connection::post_msg(const PostArgs &args)
 	encode_header(h, e->header);
 	append_payload(e, args, total);
 	enqueue(e);
+	if (args.defer) {
+		deferred_iov_ += static_cast<size_t>(e->out.current_count());
+		deferred_bytes_ += e->out.remaining();
+		if (deferred_iov_ < kGatherIov && deferred_bytes_ < kGatherBytes)
+			return 0;
+	}
 	progress_tx();
 	return 0;
 }
@@ -264,6 +270,8 @@ int Connection::post_read(const PostArgs &args, const fi_rma_iov &target)
 
 void Connection::progress_tx()
 {
+	deferred_iov_ = deferred_bytes_ = 0;
+	tx_blocked_ = false;
 	while (tx_head_ && active()) {
 		// Every queued operation (header and payload buffers of each) goes out in one
 		// sendmsg, so a backlog (a window of sends posted while the socket was full, acks
@@ -295,6 +303,7 @@ void Connection::progress_tx()
 					continue;
 				if (errno != EAGAIN && errno != EWOULDBLOCK)
 					lost(FI_ECONNRESET);
+				tx_blocked_ = true;
 				return;
 			}
 			sent = static_cast<size_t>(n);
@@ -307,8 +316,10 @@ void Connection::progress_tx()
 			e->out.advance(step);
 			sent -= step;
 			e->started = e->started || step > 0;
-			if (!e->out.done())
+			if (!e->out.done()) {
+				tx_blocked_ = true;
 				return;
+			}
 			tx_head_ = e->next;
 			if (!tx_head_)
 				tx_tail_ = nullptr;

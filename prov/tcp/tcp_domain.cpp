@@ -3,6 +3,7 @@
 #include "prov/tcp/tcp_cm_message.h"
 #include "prov/tcp/tcp_endpoint.h"
 #include "prov/tcp/tcp_info.h"
+#include "prov/tcp/tcp_provider.h"
 #include "prov/tcp/tcp_srx.h"
 #include "prov/util/error.h"
 #include "prov/util/quiet_ops.h"
@@ -37,7 +38,8 @@ struct ofi_quiet_ops quiet_ops = {
 } // namespace
 
 TcpDomain::TcpDomain(TcpFabric &fabric, const struct fi_info *info, void *context)
-    : util::Domain(fabric, info, context)
+    : util::Domain(fabric, info, context), send_flush_(engine()),
+      coalesce_sends_(settings().coalesce_sends && !auto_progress())
 {
 	const fi_domain_attr *attr = info->domain_attr;
 	if (attr->auth_key_size > kMaxAuthKey || (attr->auth_key_size && !attr->auth_key))

@@ -4,6 +4,7 @@
 #define PROV_TCP_TCP_DOMAIN_H
 
 #include "prov/tcp/tcp_fabric.h"
+#include "prov/tcp/tcp_send_flush.h"
 #include "prov/util/domain.h"
 
 #include <cstdint>
@@ -28,9 +29,16 @@ public:
 			  uint64_t access, uint8_t **addr, uint64_t *serial);
 	// domain_attr->auth_key: what this domain's connections present (empty: none).
 	const std::vector<uint8_t> &auth_key() const { return auth_key_; }
+	// Endpoints holding sends back for the next pass (send coalescing).
+	SendFlush &send_flush() { return send_flush_; }
+	// Whether endpoints may hold sends back at all: FI_TCP_COALESCE_SENDS and manual data
+	// progress (no engine thread that would wait for an fd instead of flushing).
+	bool coalesces_sends() const { return coalesce_sends_; }
 
 private:
 	std::vector<uint8_t> auth_key_;
+	SendFlush send_flush_;
+	bool coalesce_sends_ = false;
 };
 
 } // namespace tcp

@@ -95,6 +95,10 @@ const std::vector<uint8_t> &TcpEndpoint::auth_key()
 
 TcpEndpoint::~TcpEndpoint()
 {
+	{
+		util::LockGuard guard(domain().lock());
+		tcp_domain().send_flush().remove(this);
+	}
 	unregister();
 	if (cm_fd_ >= 0)
 		::close(cm_fd_);
@@ -106,6 +110,11 @@ int TcpEndpoint::close()
 		return -FI_EBUSY;
 	{
 		util::LockGuard guard(domain().lock());
+		// Sends held back for the next pass were posted before the close: they leave
+		// now if the socket takes them, as they would have at the post.
+		tcp_domain().send_flush().remove(this);
+		if (state_ == State::connected)
+			conn_.progress_tx();
 		unregister();
 		state_ = State::closed;
 		if (srx_) {
@@ -304,6 +313,14 @@ void TcpEndpoint::on_fd_ready(int, uint32_t)
 	case State::closed:
 		break;
 	}
+	update_registration();
+}
+
+void TcpEndpoint::flush_sends()
+{
+	if (state_ != State::connected)
+		return; // sent on connect (Connection::attach), or failed with the stream
+	conn_.progress_tx();
 	update_registration();
 }
 

@@ -26,7 +26,10 @@
 
 namespace tcp {
 
-class TcpEndpoint : public util::Endpoint, public util::FdHandler, public ConnectionOwner {
+class TcpEndpoint : public util::Endpoint,
+		    public util::FdHandler,
+		    public ConnectionOwner,
+		    public SendFlush::Member {
 public:
 	TcpEndpoint(TcpDomain &domain, const struct fi_info *info, void *context);
 	~TcpEndpoint() override;
@@ -102,6 +105,8 @@ public:
 	// prov/util/quiet_ops.h: while quiet and nothing of ours is outstanding, the socket is a
 	// lazy fd of the engine (no epoll_wait per busy pass for it).
 	int set_quiet(bool quiet);
+	// SendFlush: the sends held back go out (domain lock held).
+	void flush_sends() override;
 
 private:
 	enum class State { idle, connecting, awaiting_reply, connected, closed };
@@ -118,6 +123,11 @@ private:
 	void become_connected(int fd);
 	int check_can_post() const;
 	ssize_t post_send(PostArgs &args);
+	// Whether a send posted now may wait for the next progress pass: it follows another
+	// send of this endpoint posted in the same pass (or says FI_MORE), progress is manual
+	// and no thread may be asleep on the engine (it would not flush).
+	bool may_hold_send(uint64_t op_flags);
+	uint64_t last_send_pass_ = UINT64_MAX;
 	ssize_t post_rma(bool is_write, PostArgs &args, const struct fi_rma_iov *rma,
 			 size_t rma_count);
 

@@ -272,6 +272,9 @@ int TcpEndpoint::shutdown(uint64_t)
 	util::LockGuard guard(domain().lock());
 	switch (state_) {
 	case State::connected:
+		// Sends held back for the next pass go out first, as they would have at the post.
+		tcp_domain().send_flush().remove(this);
+		conn_.progress_tx();
 		unregister();
 		conn_.stop();
 		break;

@@ -16,6 +16,20 @@ int TcpEndpoint::check_can_post() const
 	return enabled() ? 0 : -FI_EOPBADSTATE;
 }
 
+bool TcpEndpoint::may_hold_send(uint64_t op_flags)
+{
+	if (!tcp_domain().coalesces_sends())
+		return false;
+	util::ProgressEngine &engine = domain().engine();
+	uint64_t pass = engine.passes();
+	bool follows = pass == last_send_pass_;
+	last_send_pass_ = pass;
+	// An application polling a wait fd without fi_trywait (keep_armed) would never flush.
+	if (engine.sleeper_may_wait() || engine.keep_armed())
+		return false;
+	return follows || (op_flags & FI_MORE);
+}
+
 ssize_t TcpEndpoint::post_send(PostArgs &args)
 {
 	util::LockGuard guard(domain().lock());
@@ -26,7 +40,10 @@ ssize_t TcpEndpoint::post_send(PostArgs &args)
 		args.copy = true;
 	if (args.op_flags & FI_DELIVERY_COMPLETE)
 		args.want_ack = true;
+	args.defer = may_hold_send(args.op_flags);
 	ret = conn_.post_msg(args);
+	if (ret == 0 && conn_.holds_sends() && !tcp_domain().send_flush().add(this))
+		conn_.progress_tx();
 	update_registration();
 	return ret;
 }

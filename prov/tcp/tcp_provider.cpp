@@ -68,6 +68,11 @@ void load_settings()
 				"maximum size of an inject operation (default: 128)");
 		fi_param_define(&provider, "nodelay", FI_PARAM_BOOL,
 				"overrides default TCP_NODELAY socket setting (default: on)");
+		fi_param_define(&provider, "coalesce_sends", FI_PARAM_BOOL,
+				"with manual progress, a send posted after another in the same "
+				"progress pass waits for the next pass (CQ read, blocking read, "
+				"fi_trywait), which sends them together in one system call "
+				"(default: on)");
 		fi_param_define(&provider, "cm_request_timeout", FI_PARAM_INT,
 				"milliseconds an accepted socket may take to deliver its complete "
 				"connection request before it is closed (default: 5000)");
@@ -99,6 +104,9 @@ void load_settings()
 	int nodelay = 1;
 	if (fi_param_get_bool(&provider, "nodelay", &nodelay) == FI_SUCCESS)
 		s.nodelay = nodelay != 0;
+	int coalesce = 1;
+	if (fi_param_get_bool(&provider, "coalesce_sends", &coalesce) == FI_SUCCESS)
+		s.coalesce_sends = coalesce != 0;
 	int timeout_ms = 0;
 	if (fi_param_get_int(&provider, "cm_request_timeout", &timeout_ms) == FI_SUCCESS &&
 	    timeout_ms > 0)

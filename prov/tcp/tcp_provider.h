@@ -22,6 +22,9 @@ struct Settings {
 	size_t rx_size = 256;       // FI_TCP_RX_SIZE
 	size_t max_inject = 128;    // FI_TCP_MAX_INJECT
 	bool nodelay = true;        // FI_TCP_NODELAY
+	// FI_TCP_COALESCE_SENDS: a send posted after another in the same progress pass waits
+	// for the next pass, which sends the burst in one sendmsg (manual progress only).
+	bool coalesce_sends = true;
 	// An accepted socket is a handshake until its CM request is complete; these bound what
 	// peers that never finish one can hold (fds, listener attention).
 	int cm_request_timeout_ms = 5000;    // FI_TCP_CM_REQUEST_TIMEOUT

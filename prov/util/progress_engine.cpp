@@ -180,6 +180,8 @@ void ProgressEngine::remove_source(ProgressSource *source)
 void ProgressEngine::progress()
 {
 	LockGuard guard(lock_);
+	++passes_;
+	sleep_prepared_ = false;
 	if (valid()) {
 		++depth_;
 		bool busy = hot_count_ && poll_hot();
@@ -237,6 +239,7 @@ bool ProgressEngine::prepare_sleep()
 	// Index loop, as in progress(): a source may remove itself.
 	for (size_t i = 0; sleep && i < sources_.size(); ++i)
 		sleep = sources_[i]->before_sleep();
+	sleep_prepared_ = sleep;
 	return sleep;
 }
 

@@ -150,6 +150,14 @@ public:
 	// True: sleep. False: a handler ran or a source has work: progress instead.
 	bool prepare_sleep();
 
+	// Passes run so far, and whether a thread may be asleep on this engine (a
+	// prepare_sleep() said "sleep" and no pass ran since). Read under the engine lock. A
+	// provider may hold back work posted in the same pass as earlier work (tcp gathers a
+	// burst of sends into one system call) and do it on the next pass or before_sleep(),
+	// but not while a sleeper would not run either.
+	uint64_t passes() const noexcept { return passes_; }
+	bool sleeper_may_wait() const noexcept { return sleep_prepared_; }
+
 	// Block until a registered fd is ready or timeout_ms passes (-1: forever). Does not
 	// progress. Returns 1 when something is ready, 0 on timeout, -FI_E* on error.
 	int wait(int timeout_ms);
@@ -196,6 +204,8 @@ private:
 	Registration *hot_[kHotFds] = {};
 	size_t hot_count_ = 0;
 	unsigned pass_ = 0;
+	uint64_t passes_ = 0;
+	bool sleep_prepared_ = false;
 	bool hot_was_busy_ = false;
 	size_t eager_count_ = 0;     // registrations that are not lazy
 	unsigned lazy_passes_ = 0;   // passes since epoll was last asked, all fds lazy

@@ -1,6 +1,8 @@
 // Sending a backlog: every queued operation leaves in one sendmsg (counted by interposing
-// the libc call in this test program), in order, and a partial send resumes mid-entry.
+// the libc call in this test program), in order, and a partial send resumes mid-entry; a
+// burst of sends posted in one progress pass leaves together (send coalescing).
 #include "prov/tcp/tcp_connection.h"
+#include "prov/tcp/test/tcp_test_pair.h"
 
 #include <rdma/fi_errno.h>
 
@@ -11,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -168,4 +171,201 @@ TEST(ConnectionGather, PartialSendOfABacklogResumesInOrder)
 	for (int i = 0; i < 60; i++)
 		EXPECT_EQ(&values[i], p.oa.sent[i + 1]);
 	EXPECT_EQ(0, p.oa.errors + p.ob.errors + p.oa.lost + p.ob.lost);
+}
+
+// Send coalescing through the public API (manual progress): a send posted after another in
+// the same progress pass waits for the next pass, which sends the burst in one sendmsg.
+namespace {
+
+class TcpCoalesce : public ::testing::Test {
+protected:
+	void open(fi_wait_obj wait = FI_WAIT_NONE, fi_progress progress = FI_PROGRESS_UNSPEC)
+	{
+		ASSERT_TRUE(pair.open(wait, progress));
+		ASSERT_TRUE(pair.connect());
+	}
+	// Posts `count` receives of 64 bytes on the server.
+	void post_receives(int count)
+	{
+		in.assign(count, std::vector<char>(64));
+		for (int i = 0; i < count; i++)
+			ASSERT_EQ(0, fi_recv(pair.server, in[i].data(), in[i].size(), nullptr, 0,
+					     in[i].data()));
+	}
+	// Waits for `count` completions on `cq`; their contexts in order.
+	std::vector<void *> completions(fid_cq *cq, int count)
+	{
+		std::vector<void *> got;
+		fi_cq_data_entry entry{};
+		for (int i = 0; i < count; i++) {
+			if (pair.wait_cq(cq, &entry) != 1)
+				break;
+			got.push_back(entry.op_context);
+		}
+		return got;
+	}
+	tcp_test::TcpPair pair;
+	std::vector<std::vector<char>> in;
+};
+
+} // namespace
+
+TEST_F(TcpCoalesce, AWindowOfSendsCostsTwoSendmsg)
+{
+	open();
+	constexpr int kWindow = 64;
+	post_receives(kWindow);
+	std::vector<std::string> out;
+	for (int i = 0; i < kWindow; i++)
+		out.push_back("message " + std::to_string(i));
+	sendmsg_calls = 0;
+	ASSERT_EQ(0, fi_send(pair.client, out[0].c_str(), out[0].size() + 1, nullptr, 0,
+			     &out[0]));
+	EXPECT_EQ(1, sendmsg_calls) << "the first send of a pass goes out at once (ping-pong)";
+	for (int i = 1; i < kWindow; i++)
+		ASSERT_EQ(0, fi_send(pair.client, out[i].c_str(), out[i].size() + 1, nullptr, 0,
+				     &out[i]));
+	EXPECT_EQ(1, sendmsg_calls) << "the rest wait for the next progress pass";
+
+	std::vector<void *> sent = completions(pair.client_cq, kWindow);
+	EXPECT_EQ(2, sendmsg_calls) << "that pass sent the other 63 in one call";
+	ASSERT_EQ(size_t(kWindow), sent.size());
+	std::vector<void *> received = completions(pair.server_cq, kWindow);
+	ASSERT_EQ(size_t(kWindow), received.size());
+	for (int i = 0; i < kWindow; i++) {
+		EXPECT_EQ(&out[i], sent[i]);
+		EXPECT_EQ(in[i].data(), received[i]);
+		EXPECT_STREQ(out[i].c_str(), in[i].data());
+	}
+
+	// After a pass the next send goes out at once again.
+	post_receives(1);
+	sendmsg_calls = 0;
+	ASSERT_EQ(0, fi_send(pair.client, "again", 6, nullptr, 0, nullptr));
+	EXPECT_EQ(1, sendmsg_calls);
+	ASSERT_EQ(1u, completions(pair.server_cq, 1).size());
+	EXPECT_STREQ("again", in[0].data());
+}
+
+TEST_F(TcpCoalesce, HeldSendsStopAtTheGatherLimit)
+{
+	open();
+	// 128 buffers per sendmsg: header + payload each, so the 64th held send is sent at
+	// once with the 63 before it.
+	constexpr int kCount = 1 + 64 + 3;
+	post_receives(kCount);
+	char byte = 'x';
+	sendmsg_calls = 0;
+	for (int i = 0; i < kCount; i++)
+		ASSERT_EQ(0, fi_send(pair.client, &byte, 1, nullptr, 0, nullptr));
+	EXPECT_EQ(2, sendmsg_calls);
+	ASSERT_EQ(size_t(kCount), completions(pair.server_cq, kCount).size());
+	EXPECT_EQ(3, sendmsg_calls);
+}
+
+TEST_F(TcpCoalesce, BlockingReadFlushesHeldSends)
+{
+	open(FI_WAIT_FD);
+	post_receives(2);
+	char byte = 'x';
+	ASSERT_EQ(0, fi_send(pair.client, &byte, 1, nullptr, 0, nullptr));
+	ASSERT_EQ(0, fi_send(pair.client, &byte, 1, nullptr, 0, in[1].data()));
+	// Nothing else progresses: the blocking reads must send the held one themselves.
+	fi_cq_data_entry entry{};
+	auto start = std::chrono::steady_clock::now();
+	ASSERT_EQ(1, fi_cq_sread(pair.client_cq, &entry, 1, nullptr, 5000));
+	ASSERT_EQ(1, fi_cq_sread(pair.client_cq, &entry, 1, nullptr, 5000));
+	EXPECT_EQ(in[1].data(), entry.op_context);
+	ASSERT_EQ(1, fi_cq_sread(pair.server_cq, &entry, 1, nullptr, 5000));
+	ASSERT_EQ(1, fi_cq_sread(pair.server_cq, &entry, 1, nullptr, 5000));
+	EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+
+	// A single send with FI_MORE is held too; sread on the sender's own CQ sends it.
+	post_receives(1);
+	iovec iov{&byte, 1};
+	fi_msg msg{};
+	msg.msg_iov = &iov;
+	msg.iov_count = 1;
+	msg.context = &byte;
+	// A pass with nobody asleep (a blocked reader that woke to a queued entry may have
+	// made none since it prepared to sleep; while one may sleep, sends go out at once).
+	ASSERT_EQ(-FI_EAGAIN, fi_cq_read(pair.client_cq, &entry, 1));
+	sendmsg_calls = 0;
+	ASSERT_EQ(0, fi_sendmsg(pair.client, &msg, FI_MORE | FI_COMPLETION));
+	EXPECT_EQ(0, sendmsg_calls);
+	ASSERT_EQ(1, fi_cq_sread(pair.client_cq, &entry, 1, nullptr, 5000));
+	EXPECT_EQ(&byte, entry.op_context);
+	EXPECT_EQ(1, sendmsg_calls);
+	ASSERT_EQ(1, fi_cq_sread(pair.server_cq, &entry, 1, nullptr, 5000));
+}
+
+TEST_F(TcpCoalesce, TrywaitFlushesBeforeSayingSleep)
+{
+	open(FI_WAIT_FD);
+	post_receives(1);
+	char byte = 'x';
+	iovec iov{&byte, 1};
+	fi_msg msg{};
+	msg.msg_iov = &iov;
+	msg.iov_count = 1;
+	fi_cq_data_entry entry{};
+	ASSERT_EQ(-FI_EAGAIN, fi_cq_read(pair.client_cq, &entry, 1)); // a pass, nobody asleep
+	sendmsg_calls = 0;
+	ASSERT_EQ(0, fi_sendmsg(pair.client, &msg, FI_MORE));
+	ASSERT_EQ(0, sendmsg_calls);
+	// Nothing is readable and both CQs are empty: only the held send is left to do.
+	fid *fids[2] = {&pair.client_cq->fid, &pair.server_cq->fid};
+	EXPECT_EQ(-FI_EAGAIN, fi_trywait(pair.fabric, fids, 2))
+		<< "the send was made: its completion is to be read, not slept on";
+	EXPECT_EQ(1, sendmsg_calls);
+	ASSERT_EQ(1, pair.wait_cq(pair.server_cq, &entry));
+	EXPECT_EQ('x', in[0][0]);
+	// Nothing held: the fd may be slept on (the completions read first).
+	ASSERT_EQ(1, pair.wait_cq(pair.client_cq, &entry));
+	EXPECT_EQ(0, fi_trywait(pair.fabric, fids, 2));
+}
+
+TEST_F(TcpCoalesce, ShutdownAndCloseSendWhatIsHeld)
+{
+	open();
+	post_receives(4);
+	const char *text[4] = {"one", "two", "three", "four"};
+	for (int i = 0; i < 2; i++)
+		ASSERT_EQ(0, fi_send(pair.client, text[i], strlen(text[i]) + 1, nullptr, 0,
+				     nullptr));
+	ASSERT_EQ(0, fi_shutdown(pair.client, 0));
+	ASSERT_EQ(2u, completions(pair.server_cq, 2).size());
+	EXPECT_STREQ("one", in[0].data());
+	EXPECT_STREQ("two", in[1].data());
+
+	// fi_close the same way (on a new connection).
+	tcp_test::TcpPair second;
+	ASSERT_TRUE(second.open());
+	ASSERT_TRUE(second.connect());
+	std::vector<std::vector<char>> buf(2, std::vector<char>(64));
+	for (auto &b : buf)
+		ASSERT_EQ(0, fi_recv(second.server, b.data(), b.size(), nullptr, 0, b.data()));
+	for (int i = 2; i < 4; i++)
+		ASSERT_EQ(0, fi_send(second.client, text[i], strlen(text[i]) + 1, nullptr, 0,
+				     nullptr));
+	ASSERT_EQ(0, fi_close(&second.client->fid));
+	second.client = nullptr;
+	fi_cq_data_entry entry{};
+	for (int i = 0; i < 2; i++)
+		ASSERT_EQ(1, second.wait_cq(second.server_cq, &entry)) << i;
+	EXPECT_STREQ("three", buf[0].data());
+	EXPECT_STREQ("four", buf[1].data());
+}
+
+TEST_F(TcpCoalesce, AutoProgressSendsAtOnce)
+{
+	open(FI_WAIT_NONE, FI_PROGRESS_AUTO);
+	post_receives(8);
+	char byte = 'x';
+	sendmsg_calls = 0;
+	for (int i = 0; i < 8; i++) {
+		ASSERT_EQ(0, fi_send(pair.client, &byte, 1, nullptr, 0, nullptr));
+		EXPECT_EQ(i + 1, sendmsg_calls) << "no thread of ours would flush a held send";
+	}
+	ASSERT_EQ(8u, completions(pair.server_cq, 8).size());
 }

@@ -6,13 +6,17 @@
 #   tsan:  -fsanitize=thread: the multi-threaded (FI_THREAD_SAFE) tests
 # Any sanitizer report makes the run fail: reports go to files (log_path) that are counted,
 # so "passed" means zero reports, including from processes the tests start themselves.
-# Usage: run.sh [asan|tsan|all] (env: SANITIZE_BUILD_ROOT, default /tmp/build-rel-san,
-# SANITIZE_JOBS, default 2; TSAN_TESTS: gtest filter for the tsan run).
+# Usage: run.sh [asan|tsan|all] [--build-only] (env: SANITIZE_BUILD_ROOT, default
+# /tmp/build-rel-san, SANITIZE_JOBS, default 2; TSAN_TESTS: gtest filter for the tsan run).
+# --build-only configures and builds the tree(s) and runs nothing: test/run-slow.sh --prepare
+# uses it to build in the background while make check and the VM tests run.
 set -u
 srcdir=$(cd "$(dirname "$0")/../.." && pwd)
 root=${SANITIZE_BUILD_ROOT:-/tmp/build-rel-san}
 jobs=${SANITIZE_JOBS:-2}
 which=${1:-all}
+build_only=0
+[ "${2:-}" = --build-only ] && build_only=1
 status=0
 
 # The programs each run needs (paths in the build tree). verbs_unit only when verbs is built.
@@ -25,23 +29,32 @@ tsan_programs="prov/util/test/util_unit prov/tcp/test/tcp_unit prov/rxm/test/rxm
 
 has_verbs() { grep -q "define HAVE_VERBS 1" "$1/config.h" 2>/dev/null; }
 
-# Configures DIR with the sanitizer flags (again only when they change) and builds the given
-# make targets there: the first one (all, or the library) alone, then the programs, because
-# `make -j all prog...` runs automake's recursive `all` beside the top-level goals and both
-# link the same libraries at once (broken .lo/.so seen). A program that fails to build fails
-# the run: it is never silently left out. Warnings are not errors here: instrumented -O1 code makes GCC 12 report false
-# "maybe-uninitialized" warnings inside libstdc++ (std::regex, std::function).
-configure_and_build() { # dir cflags targets...
-	dir=$1 san=$2
-	shift 2
+# Configures DIR with the sanitizer flags and configure arguments (again only when they
+# change) and builds the given make targets there: the first one (all, or the library) alone,
+# then the programs, because `make -j all prog...` runs automake's recursive `all` beside the
+# top-level goals and both link the same libraries at once (broken .lo/.so seen). A program
+# that fails to build fails the run: it is never silently left out. Warnings are not errors
+# here: instrumented -O1 code makes GCC 12 report false "maybe-uninitialized" warnings inside
+# libstdc++ (std::regex, std::function).
+# The library and the first target are compiled at -O1; the test programs' own sources at -O0
+# (CXXFLAGS given to the second make): the sanitizers check -O0 code as fully (-O1 is only
+# ASan's advice for speed, which matters in the library the tests drive, not in test code),
+# and GoogleTest sources compile in about half the time, most of the tree's build time.
+# One build per tree at a time (a lock beside the tree): run-slow.sh --prepare may still be
+# building it in the background when the run that needs it starts; that run waits, then
+# finds the tree up to date.
+configure_and_build() { # dir sanitizer-flags configure-args targets...
+	dir=$1 san=$2 conf=$3
+	shift 3
 	mkdir -p "$dir"
-	(cd "$dir" &&
-	 { { [ -f Makefile ] && [ "$(cat configured-with 2>/dev/null)" = "$san" ]; } ||
-	   { "$srcdir/configure" -q --disable-werror CFLAGS="-g -O1 $san" \
-		CXXFLAGS="-g -O1 $san" LDFLAGS="$san" && echo "$san" > configured-with; }; } &&
+	(flock 9 && cd "$dir" &&
+	 { { [ -f Makefile ] && [ "$(cat configured-with 2>/dev/null)" = "$san $conf" ]; } ||
+	   { "$srcdir/configure" -q --disable-werror $conf CFLAGS="-g -O1 $san" \
+		CXXFLAGS="-g -O1 $san" LDFLAGS="$san" && echo "$san $conf" > configured-with; }; } &&
 	 { ! has_verbs . || set -- "$@" $verbs_programs; } &&
 	 first=$1 && shift &&
-	 make -j"$jobs" "$first" >build.log 2>&1 && make -j"$jobs" "$@" >>build.log 2>&1) ||
+	 make -j"$jobs" "$first" >build.log 2>&1 &&
+	 make -j"$jobs" CXXFLAGS="-g -O0 $san" "$@" >>build.log 2>&1) 9>"$dir.lock" ||
 		{ echo "$dir: build failed, see $dir/build.log"; tail -n 20 "$dir/build.log"; return 1; }
 }
 
@@ -74,8 +87,10 @@ if [ "$which" = asan ] || [ "$which" = all ]; then
 	dir=$root/asan
 	# "all" builds the library and the fabtests programs.
 	verbs_programs=prov/verbs/test/verbs_unit
-	if configure_and_build "$dir" "-fsanitize=address,undefined -fno-omit-frame-pointer" \
+	if ! configure_and_build "$dir" "-fsanitize=address,undefined -fno-omit-frame-pointer" "" \
 		all $asan_programs test/faults/peer_failure_test; then
+		status=1
+	elif [ $build_only = 0 ]; then
 		reports=$dir/san-reports
 		rm -rf "$reports"
 		# (test/leaks is left out: ASan's quarantine makes its RSS measure meaningless.)
@@ -92,15 +107,17 @@ if [ "$which" = asan ] || [ "$which" = all ]; then
 		run_checked fabtests_quick "$dir/fabtests.asan.log" \
 			"$srcdir/fabtests/scripts/check-quick.sh"
 		grep -E "^[0-9]+ passed" "$dir/fabtests.asan.log"
-	else
-		status=1
 	fi
 fi
 
 if [ "$which" = tsan ] || [ "$which" = all ]; then
 	dir=$root/tsan
 	verbs_programs=
-	if configure_and_build "$dir" "-fsanitize=thread" libfabric_internal.la $tsan_programs; then
+	# No TSan test uses verbs (the VM runs them): the tree leaves it out.
+	if ! configure_and_build "$dir" "-fsanitize=thread" --enable-verbs=no \
+		libfabric_internal.la $tsan_programs; then
+		status=1
+	elif [ $build_only = 0 ]; then
 		# The multi-threaded tests: concurrent senders on FI_THREAD_SAFE endpoints, the rxm
 		# auto-progress thread, the lock policy.
 		filter=${TSAN_TESTS:-*Thread*:*thread*:*Concurrent*:*concurrent*:*Lock*:*AutoProgress*}
@@ -112,8 +129,6 @@ if [ "$which" = tsan ] || [ "$which" = all ]; then
 			echo "tsan: $(basename "$exe"): exit $rc ($(grep -c '^\[       OK \]' "$exe.tsan.log") tests ok)"
 			[ $rc -eq 0 ] || { status=1; grep -m3 -E "WARNING: ThreadSanitizer|SUMMARY" "$exe.tsan.log"; }
 		done
-	else
-		status=1
 	fi
 fi
 exit $status

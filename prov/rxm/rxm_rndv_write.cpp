@@ -35,7 +35,9 @@ bool RxmEndpoint::queue_control(RxmConn *conn, const WireHeader &hdr,
 	WireHeader h = hdr;
 	h.payload_len = static_cast<uint32_t>(payload.size());
 	encode_header(h, buf->data);
-	memcpy(buf->data + kWireHeaderSize, payload.data(), payload.size());
+	// An empty payload's data() may be null, which memcpy must not get even for 0 bytes.
+	if (!payload.empty())
+		memcpy(buf->data + kWireHeaderSize, payload.data(), payload.size());
 	buf->len = kWireHeaderSize + payload.size();
 	buf->op = op;
 	op->kind = TxKind::control;

@@ -1,9 +1,12 @@
 #!/bin/sh
 # Configures separate builds with sanitizers and runs tests in them:
-#   asan:  -fsanitize=address,undefined: the unit programs, the bad-input, RMA, overrun,
-#          thread-safety and peer-failure tests, and the quick fabtests set over tcp and
-#          tcp;ofi_rxm (fabtests/scripts/check-quick.sh)
-#   tsan:  -fsanitize=thread: the multi-threaded (FI_THREAD_SAFE) tests
+#   asan:  -fsanitize=address,undefined: the unit programs (shm's too), the bad-input, RMA,
+#          overrun, thread-safety and peer-failure tests, rxm's switch of same-host peers to
+#          shm (rxm_shm_switch), and the quick fabtests set over tcp, tcp;ofi_rxm (with and
+#          without the switch), shm and shm;ofi_rxm (fabtests/scripts/check-quick.sh)
+#   tsan:  -fsanitize=thread: the multi-threaded (FI_THREAD_SAFE) tests, and every shm test:
+#          shm_unit, rxm_shm_switch and peer_failure_test's *OverShm cases (issue 20: the
+#          doorbells, sleeping waiters and the auto-progress thread meet there)
 # Any sanitizer report makes the run fail: reports go to files (log_path) that are counted,
 # so "passed" means zero reports, including from processes the tests start themselves.
 # Usage: run.sh [asan|tsan|all] [--build-only] (env: SANITIZE_BUILD_ROOT, default
@@ -23,9 +26,16 @@ status=0
 asan_programs="src/test/core_unit prov/util/test/util_unit prov/tcp/test/tcp_unit \
 	prov/rxm/test/rxm_unit prov/rxm/test/rxm_loopback test/badinput/badinput_test \
 	test/badinput/rma_security_test test/faults/receiver_overrun_test \
-	test/faults/connection_cut_test test/threads/thread_safe_test"
-tsan_programs="prov/util/test/util_unit prov/tcp/test/tcp_unit prov/rxm/test/rxm_loopback \
-	test/threads/thread_safe_test"
+	test/faults/connection_cut_test test/threads/thread_safe_test prov/shm/test/shm_unit \
+	prov/rxm/test/rxm_shm_switch"
+# TSan: "program:gtest filter" (the threaded cases; all of the shm programs; *OverShm).
+threaded='*Thread*:*thread*:*Concurrent*:*concurrent*:*Lock*:*AutoProgress*'
+tsan_runs="prov/util/test/util_unit:$threaded prov/tcp/test/tcp_unit:$threaded \
+	prov/rxm/test/rxm_loopback:$threaded test/threads/thread_safe_test:$threaded \
+	prov/shm/test/shm_unit:* prov/rxm/test/rxm_shm_switch:* \
+	test/faults/peer_failure_test:*OverShm*"
+set -f  # the filters' stars are not file patterns
+tsan_programs=$(for run in $tsan_runs; do echo "${run%%:*}"; done)
 
 has_verbs() { grep -q "define HAVE_VERBS 1" "$1/config.h" 2>/dev/null; }
 
@@ -119,10 +129,10 @@ if [ "$which" = tsan ] || [ "$which" = all ]; then
 		status=1
 	elif [ $build_only = 0 ]; then
 		# The multi-threaded tests: concurrent senders on FI_THREAD_SAFE endpoints, the rxm
-		# auto-progress thread, the lock policy.
-		filter=${TSAN_TESTS:-*Thread*:*thread*:*Concurrent*:*concurrent*:*Lock*:*AutoProgress*}
-		for exe in $tsan_programs; do
-			exe=$dir/$exe
+		# auto-progress thread, the lock policy; and the shm tests.
+		for run in $tsan_runs; do
+			exe=$dir/${run%%:*}
+			filter=${TSAN_TESTS:-${run#*:}}
 			TSAN_OPTIONS=halt_on_error=1:exitcode=66 "$exe" --gtest_filter="$filter" \
 				>"$exe.tsan.log" 2>&1
 			rc=$?

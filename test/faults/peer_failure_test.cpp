@@ -18,6 +18,7 @@
 // and everything queued before the switch goes over tcp: they test the core path, whether
 // or not the pair moves later; they print whether the peer had a segment mapped.)
 #include "test/badinput/fabric_harness.h"
+#include "test/tcp_bytes.h"
 
 #include "config.h"
 #include "src/registry.h"
@@ -27,7 +28,6 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
-#include <linux/tcp.h> // tcp_info with the byte counters (glibc's lacks them)
 #include <poll.h>
 #include <signal.h>
 #include <strings.h>
@@ -118,25 +118,7 @@ std::string self_exe()
 	return path;
 }
 
-// Bytes sent (acked) plus received over every TCP socket this process holds.
-uint64_t tcp_bytes()
-{
-	uint64_t total = 0;
-	DIR *dir = opendir("/proc/self/fd");
-	if (!dir)
-		return 0;
-	while (dirent *e = readdir(dir)) {
-		int fd = atoi(e->d_name);
-		if (fd <= 2 || fd == dirfd(dir))
-			continue;
-		tcp_info info{};
-		socklen_t len = sizeof(info);
-		if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) == 0)
-			total += info.tcpi_bytes_acked + info.tcpi_bytes_received;
-	}
-	closedir(dir);
-	return total;
-}
+using test_tcp::tcp_bytes;
 
 size_t open_fds()
 {
@@ -337,18 +319,21 @@ protected:
 		EXPECT_TRUE(c.error) << "a send to a dead peer succeeded";
 	}
 
-	void kill_during(size_t size, int port)
+	// Posts 16 sends of `data` to addr, each retried on -FI_EAGAIN for up to `retry` (the
+	// first one refused ends the list), then progresses 500 ms so that the connection comes
+	// up and traffic starts before the kill. Returns the contexts of the sends posted: the
+	// completions name them by address, and the returned vector keeps the storage they were
+	// posted with (moved, not copied).
+	std::vector<int> post_sends(fi_addr_t addr, const std::vector<uint8_t> &data,
+				    std::chrono::seconds retry)
 	{
-		Peer peer;
-		ASSERT_TRUE(peer.start(port, "idle"));
-		fi_addr_t addr = insert_peer(pair->a, port);
-		std::vector<uint8_t> data(size, 0x42);
 		std::vector<int> ctx(16);
 		size_t posted = 0;
 		for (int &c : ctx) {
 			ssize_t ret;
-			auto until = Clock::now() + std::chrono::seconds(5);
-			while ((ret = fi_send(pair->a.ep, data.data(), size, nullptr, addr, &c)) == -FI_EAGAIN &&
+			auto until = Clock::now() + retry;
+			while ((ret = fi_send(pair->a.ep, data.data(), data.size(), nullptr, addr, &c)) ==
+				       -FI_EAGAIN &&
 			       Clock::now() < until)
 				pair->a.poll();
 			if (ret)
@@ -356,11 +341,21 @@ protected:
 			posted++;
 		}
 		ctx.resize(posted);
-		ASSERT_GT(posted, 0u);
-		// Let the connection come up and traffic start, then kill the receiver.
 		auto until = Clock::now() + std::chrono::milliseconds(500);
 		while (Clock::now() < until)
 			pair->a.poll();
+		return ctx;
+	}
+
+	void kill_during(size_t size, int port)
+	{
+		Peer peer;
+		ASSERT_TRUE(peer.start(port, "idle"));
+		fi_addr_t addr = insert_peer(pair->a, port);
+		std::vector<uint8_t> data(size, 0x42);
+		std::vector<int> ctx = post_sends(addr, data, std::chrono::seconds(5));
+		size_t posted = ctx.size();
+		ASSERT_GT(posted, 0u);
 		printf("size %zu: the peer had %d shm segment(s) mapped at the kill\n", size,
 		       segments_mapped(std::to_string(peer.pid)));
 		peer.kill_hard();
@@ -471,24 +466,9 @@ protected:
 			EXPECT_EQ(0, dev_shm_files(std::to_string(peer.pid)));
 			EXPECT_EQ(0, dev_shm_files("self"));
 			std::vector<uint8_t> data(size, 0x42);
-			std::vector<int> ctx(16);
-			size_t posted = 0;
-			for (int &c : ctx) {
-				ssize_t ret;
-				auto until = Clock::now() + std::chrono::seconds(2);
-				while ((ret = fi_send(pair->a.ep, data.data(), size, nullptr, addr, &c)) ==
-					       -FI_EAGAIN &&
-				       Clock::now() < until)
-					pair->a.poll();
-				if (ret)
-					break;
-				posted++;
-			}
-			ctx.resize(posted);
+			std::vector<int> ctx = post_sends(addr, data, std::chrono::seconds(2));
+			size_t posted = ctx.size();
 			ASSERT_GT(posted, 0u);
-			auto until = Clock::now() + std::chrono::milliseconds(500);
-			while (Clock::now() < until)
-				pair->a.poll();
 			size_t before_kill = 0;
 			for (const harness::Completion &c : pair->a.done)
 				before_kill += c.context >= &ctx.front() && c.context <= &ctx.back();

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "src/registry.h"
+#include "rxm_test_node.h"
 #include "rxm_test_provider.h"
 
 #include <gtest/gtest.h>
@@ -32,32 +33,13 @@ fi_provider *(*volatile link_verbs)() = ofi_verbs_provider_init;
 #endif
 fi_provider *(*volatile link_rxm)() = ofi_rxm_provider_init;
 
-// One endpoint with its own fabric, domain, AV, CQ and EQ.
-struct Member {
+// An RDM endpoint (rxm_test_node.h) with an EQ for the join events, bound unless with_eq is
+// false; it keeps its AV sets and multicast groups and what its CQ and EQ reported.
+struct Member : rxm_test::RdmNode {
 	explicit Member(fi_info *info, bool with_eq = true)
+		: RdmNode(info, {.cq_format = FI_CQ_FORMAT_TAGGED, .cq_size = 1024, .eq_size = 64,
+				 .bind_eq = with_eq})
 	{
-		EXPECT_EQ(0, fi_fabric(info->fabric_attr, &fabric, nullptr));
-		EXPECT_EQ(0, fi_domain(fabric, info, &domain, nullptr));
-		fi_av_attr av_attr{};
-		av_attr.type = FI_AV_TABLE;
-		EXPECT_EQ(0, fi_av_open(domain, &av_attr, &av, nullptr));
-		fi_cq_attr cq_attr{};
-		cq_attr.format = FI_CQ_FORMAT_TAGGED;
-		cq_attr.size = 1024;
-		EXPECT_EQ(0, fi_cq_open(domain, &cq_attr, &cq, nullptr));
-		fi_eq_attr eq_attr{};
-		eq_attr.size = 64;
-		EXPECT_EQ(0, fi_eq_open(fabric, &eq_attr, &eq, nullptr));
-		EXPECT_EQ(0, fi_endpoint(domain, info, &ep, nullptr));
-		EXPECT_EQ(0, fi_ep_bind(ep, &av->fid, 0));
-		EXPECT_EQ(0, fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
-		if (with_eq) {
-			EXPECT_EQ(0, fi_ep_bind(ep, &eq->fid, 0));
-		}
-		EXPECT_EQ(0, fi_enable(ep));
-		size_t len = sizeof(name);
-		EXPECT_EQ(0, fi_getname(&ep->fid, name, &len));
-		name_len = len;
 	}
 	~Member()
 	{
@@ -65,12 +47,6 @@ struct Member {
 			EXPECT_EQ(0, fi_close(&mc->fid));
 		for (fid_av_set *set : sets)
 			EXPECT_EQ(0, fi_close(&set->fid));
-		EXPECT_EQ(0, fi_close(&ep->fid));
-		EXPECT_EQ(0, fi_close(&eq->fid));
-		EXPECT_EQ(0, fi_close(&cq->fid));
-		EXPECT_EQ(0, fi_close(&av->fid));
-		EXPECT_EQ(0, fi_close(&domain->fid));
-		EXPECT_EQ(0, fi_close(&fabric->fid));
 	}
 	// Reads the CQ (which drives progress) and the EQ, keeping what arrived.
 	void poll()
@@ -96,14 +72,6 @@ struct Member {
 			ADD_FAILURE() << "unexpected EQ read " << r << " event " << event;
 	}
 
-	fid_fabric *fabric = nullptr;
-	fid_domain *domain = nullptr;
-	fid_av *av = nullptr;
-	fid_cq *cq = nullptr;
-	fid_eq *eq = nullptr;
-	fid_ep *ep = nullptr;
-	uint8_t name[64];
-	size_t name_len = 0;
 	std::vector<fi_addr_t> peers;  // AV index of every member, same order everywhere
 	std::vector<fid_av_set *> sets;
 	std::vector<fid_mc *> mcs;

@@ -9,9 +9,7 @@
 #include <rdma/fi_errno.h>
 
 #include "config.h"
-#include "prov/rxm/rxm_endpoint.h"
-#include "prov/rxm/test/rxm_test_provider.h"
-#include "prov/util/fid_object.h"
+#include "prov/rxm/test/rxm_test_connections.h"
 #include "src/registry.h"
 
 #include <gtest/gtest.h>
@@ -29,39 +27,11 @@ fi_provider *(*volatile keep_tcp)() = ofi_tcp_provider_init;
 fi_provider *(*volatile keep_rxm)() = ofi_rxm_provider_init;
 #endif
 
-// One RDM endpoint with its own fabric, domain, AV and CQ.
-struct Peer {
+// An RDM endpoint (rxm_test_node.h) that counts its successful and failed completions.
+struct Peer : rxm_test::RdmNode {
 	explicit Peer(fi_info *info)
+		: RdmNode(info, {.cq_format = FI_CQ_FORMAT_DATA, .cq_size = 1024})
 	{
-		EXPECT_EQ(0, fi_fabric(info->fabric_attr, &fabric, nullptr));
-		EXPECT_EQ(0, fi_domain(fabric, info, &domain, nullptr));
-		fi_av_attr av_attr{};
-		av_attr.type = FI_AV_TABLE;
-		EXPECT_EQ(0, fi_av_open(domain, &av_attr, &av, nullptr));
-		fi_cq_attr cq_attr{};
-		cq_attr.format = FI_CQ_FORMAT_DATA;
-		cq_attr.size = 1024;
-		EXPECT_EQ(0, fi_cq_open(domain, &cq_attr, &cq, nullptr));
-		EXPECT_EQ(0, fi_endpoint(domain, info, &ep, nullptr));
-		EXPECT_EQ(0, fi_ep_bind(ep, &av->fid, 0));
-		EXPECT_EQ(0, fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
-		EXPECT_EQ(0, fi_enable(ep));
-		size_t len = sizeof(name);
-		EXPECT_EQ(0, fi_getname(&ep->fid, name, &len));
-	}
-	~Peer()
-	{
-		EXPECT_EQ(0, fi_close(&ep->fid));
-		EXPECT_EQ(0, fi_close(&cq->fid));
-		EXPECT_EQ(0, fi_close(&av->fid));
-		EXPECT_EQ(0, fi_close(&domain->fid));
-		EXPECT_EQ(0, fi_close(&fabric->fid));
-	}
-	fi_addr_t insert(const Peer &other)
-	{
-		fi_addr_t addr = FI_ADDR_NOTAVAIL;
-		EXPECT_EQ(1, fi_av_insert(av, other.name, 1, &addr, 0, nullptr));
-		return addr;
 	}
 	// Reads the CQ once (progress); counts successes and errors.
 	void poll()
@@ -76,57 +46,19 @@ struct Peer {
 				errors++;
 		}
 	}
-	size_t connections() const
-	{
-		auto *obj = util::fid_cast<rxm::RxmEndpoint>(&ep->fid, FI_CLASS_EP);
-		EXPECT_NE(nullptr, obj);
-		return obj ? obj->connection_count() : 0;
-	}
 
-	fid_fabric *fabric = nullptr;
-	fid_domain *domain = nullptr;
-	fid_av *av = nullptr;
-	fid_cq *cq = nullptr;
-	fid_ep *ep = nullptr;
-	uint8_t name[64];
+	size_t connections() const { return rxm_test::connections(*this); }
+
 	size_t completions = 0, errors = 0;
 };
 
-class RxmConnLifetime : public ::testing::Test {
+// These count tcp's core endpoints going down (and its flushed receives).
+class RxmConnLifetime : public rxm_test::TcpRxmConnections {
 protected:
-	void SetUp() override
-	{
-		// These count tcp's core endpoints going down (and its flushed receives); the
-		// Soft-RoCE VM runs rxm_loopback over verbs with RXM_TEST_PROV set.
-		if (strcmp(rxm_test::provider(), "tcp;ofi_rxm") != 0)
-			GTEST_SKIP() << "written for tcp;ofi_rxm, not " << rxm_test::provider();
-		fi_info *hints = fi_allocinfo();
-		hints->ep_attr->type = FI_EP_RDM;
-		hints->caps = FI_MSG | FI_SOURCE;
-		hints->fabric_attr->prov_name = strdup("tcp;ofi_rxm");
-		hints->addr_format = FI_SOCKADDR_IN;
-		int ret = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", nullptr, FI_SOURCE, hints, &info);
-		fi_freeinfo(hints);
-#ifdef HAVE_TCP
-		ASSERT_EQ(0, ret) << "tcp;ofi_rxm: " << fi_strerror(-ret);
-#else
-		if (ret)
-			GTEST_SKIP() << "built without the tcp provider";
-#endif
-	}
-	void TearDown() override { fi_freeinfo(info); }
-
 	// Polls every peer until done() holds (at most 10 s).
 	static bool poll_until(const std::vector<Peer *> &peers, const std::function<bool()> &done)
 	{
-		auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-		while (std::chrono::steady_clock::now() < deadline) {
-			for (Peer *p : peers)
-				p->poll();
-			if (done())
-				return true;
-		}
-		return false;
+		return rxm_test::poll_until(peers, done);
 	}
 
 	// from sends one message to `to`, which receives it.
@@ -141,8 +73,6 @@ protected:
 		}));
 		EXPECT_STREQ("hello", in);
 	}
-
-	fi_info *info = nullptr;
 };
 
 TEST_F(RxmConnLifetime, ClosedPeersConnectionsAreReleased)

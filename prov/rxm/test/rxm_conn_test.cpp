@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "src/registry.h"
+#include "rxm_test_node.h"
 #include "rxm_test_provider.h"
 
 #include <gtest/gtest.h>
@@ -47,49 +48,13 @@ fi_info *rdm_info()
 	return ret ? nullptr : info;
 }
 
-// One RDM endpoint with its own fabric, domain, AV and CQ: nothing is shared between two
-// Peers, so two threads may drive two Peers without locking.
-struct Peer {
+// An RDM endpoint (rxm_test_node.h): nothing is shared between two Peers, so two threads may
+// drive two Peers without locking.
+struct Peer : rxm_test::RdmNode {
 	explicit Peer(fi_info *info, enum fi_wait_obj wait_obj = FI_WAIT_NONE)
+		: RdmNode(info, {.cq_format = FI_CQ_FORMAT_TAGGED, .wait_obj = wait_obj})
 	{
-		EXPECT_EQ(0, fi_fabric(info->fabric_attr, &fabric, nullptr));
-		EXPECT_EQ(0, fi_domain(fabric, info, &domain, nullptr));
-		fi_av_attr av_attr{};
-		av_attr.type = FI_AV_TABLE;
-		EXPECT_EQ(0, fi_av_open(domain, &av_attr, &av, nullptr));
-		fi_cq_attr cq_attr{};
-		cq_attr.format = FI_CQ_FORMAT_TAGGED;
-		cq_attr.wait_obj = wait_obj;
-		EXPECT_EQ(0, fi_cq_open(domain, &cq_attr, &cq, nullptr));
-		EXPECT_EQ(0, fi_endpoint(domain, info, &ep, nullptr));
-		EXPECT_EQ(0, fi_ep_bind(ep, &av->fid, 0));
-		EXPECT_EQ(0, fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
-		EXPECT_EQ(0, fi_enable(ep));
-		name_len = sizeof(name);
-		EXPECT_EQ(0, fi_getname(&ep->fid, name, &name_len));
 	}
-	~Peer()
-	{
-		EXPECT_EQ(0, fi_close(&ep->fid));
-		EXPECT_EQ(0, fi_close(&cq->fid));
-		EXPECT_EQ(0, fi_close(&av->fid));
-		EXPECT_EQ(0, fi_close(&domain->fid));
-		EXPECT_EQ(0, fi_close(&fabric->fid));
-	}
-	fi_addr_t insert(const void *addr)
-	{
-		fi_addr_t out = FI_ADDR_NOTAVAIL;
-		EXPECT_EQ(1, fi_av_insert(av, addr, 1, &out, 0, nullptr));
-		return out;
-	}
-
-	fid_fabric *fabric = nullptr;
-	fid_domain *domain = nullptr;
-	fid_av *av = nullptr;
-	fid_cq *cq = nullptr;
-	fid_ep *ep = nullptr;
-	uint8_t name[64];
-	size_t name_len = 0;
 };
 
 constexpr int kMessages = 4;

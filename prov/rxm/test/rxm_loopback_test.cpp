@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "src/registry.h"
+#include "rxm_test_node.h"
 #include "rxm_test_provider.h"
 
 #include <gtest/gtest.h>
@@ -55,42 +56,13 @@ struct Completion {
 	fi_cq_err_entry err{};
 };
 
-class Node {
+// An RDM endpoint (rxm_test_node.h) that keeps its completions, with their sources.
+class Node : public rxm_test::RdmNode {
 public:
-	explicit Node(fi_info *info, enum fi_wait_obj wait_obj = FI_WAIT_NONE) : info_(info)
+	explicit Node(fi_info *info, enum fi_wait_obj wait_obj = FI_WAIT_NONE)
+		: RdmNode(info, {.cq_format = FI_CQ_FORMAT_TAGGED, .cq_size = 1024,
+				 .wait_obj = wait_obj})
 	{
-		EXPECT_EQ(0, fi_fabric(info->fabric_attr, &fabric, nullptr));
-		EXPECT_EQ(0, fi_domain(fabric, info, &domain, nullptr));
-		fi_av_attr av_attr{};
-		av_attr.type = FI_AV_TABLE;
-		EXPECT_EQ(0, fi_av_open(domain, &av_attr, &av, nullptr));
-		fi_cq_attr cq_attr{};
-		cq_attr.format = FI_CQ_FORMAT_TAGGED;
-		cq_attr.size = 1024;
-		cq_attr.wait_obj = wait_obj;
-		EXPECT_EQ(0, fi_cq_open(domain, &cq_attr, &cq, nullptr));
-		EXPECT_EQ(0, fi_endpoint(domain, info, &ep, nullptr));
-		EXPECT_EQ(0, fi_ep_bind(ep, &av->fid, 0));
-		EXPECT_EQ(0, fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
-		EXPECT_EQ(0, fi_enable(ep));
-		size_t len = sizeof(name);
-		EXPECT_EQ(0, fi_getname(&ep->fid, name, &len));
-		name_len = len;
-	}
-	~Node()
-	{
-		EXPECT_EQ(0, fi_close(&ep->fid));
-		EXPECT_EQ(0, fi_close(&cq->fid));
-		EXPECT_EQ(0, fi_close(&av->fid));
-		EXPECT_EQ(0, fi_close(&domain->fid));
-		EXPECT_EQ(0, fi_close(&fabric->fid));
-	}
-
-	fi_addr_t insert(const Node &peer)
-	{
-		fi_addr_t addr = FI_ADDR_NOTAVAIL;
-		EXPECT_EQ(1, fi_av_insert(av, peer.name, 1, &addr, 0, nullptr));
-		return addr;
 	}
 
 	// Moves whatever the CQ has into 'done'.
@@ -117,14 +89,6 @@ public:
 		}
 	}
 
-	fi_info *info_;
-	fid_fabric *fabric = nullptr;
-	fid_domain *domain = nullptr;
-	fid_av *av = nullptr;
-	fid_cq *cq = nullptr;
-	fid_ep *ep = nullptr;
-	uint8_t name[64];
-	size_t name_len = 0;
 	std::deque<Completion> done;
 };
 

@@ -12,9 +12,7 @@
 #include <rdma/fi_errno.h>
 
 #include "config.h"
-#include "prov/rxm/rxm_endpoint.h"
-#include "prov/rxm/test/rxm_test_provider.h"
-#include "prov/util/fid_object.h"
+#include "prov/rxm/test/rxm_test_connections.h"
 #include "src/registry.h"
 
 #include <gtest/gtest.h>
@@ -33,40 +31,12 @@ fi_provider *(*volatile route_tcp)() = ofi_tcp_provider_init;
 fi_provider *(*volatile route_rxm)() = ofi_rxm_provider_init;
 #endif
 
-// An RDM endpoint with its own fabric, domain, FI_AV_TABLE AV and CQ; it keeps what its CQ
-// reported, with the source of each completion.
-struct Station {
+// An RDM endpoint (rxm_test_node.h) that keeps what its CQ reported, with the source of each
+// completion.
+struct Station : rxm_test::RdmNode {
 	explicit Station(fi_info *info)
+		: RdmNode(info, {.cq_format = FI_CQ_FORMAT_DATA, .cq_size = 256})
 	{
-		EXPECT_EQ(0, fi_fabric(info->fabric_attr, &fabric, nullptr));
-		EXPECT_EQ(0, fi_domain(fabric, info, &domain, nullptr));
-		fi_av_attr av_attr{};
-		av_attr.type = FI_AV_TABLE;
-		EXPECT_EQ(0, fi_av_open(domain, &av_attr, &av, nullptr));
-		fi_cq_attr cq_attr{};
-		cq_attr.format = FI_CQ_FORMAT_DATA;
-		cq_attr.size = 256;
-		EXPECT_EQ(0, fi_cq_open(domain, &cq_attr, &cq, nullptr));
-		EXPECT_EQ(0, fi_endpoint(domain, info, &ep, nullptr));
-		EXPECT_EQ(0, fi_ep_bind(ep, &av->fid, 0));
-		EXPECT_EQ(0, fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
-		EXPECT_EQ(0, fi_enable(ep));
-		name_len = sizeof(name);
-		EXPECT_EQ(0, fi_getname(&ep->fid, name, &name_len));
-	}
-	~Station()
-	{
-		EXPECT_EQ(0, fi_close(&ep->fid));
-		EXPECT_EQ(0, fi_close(&cq->fid));
-		EXPECT_EQ(0, fi_close(&av->fid));
-		EXPECT_EQ(0, fi_close(&domain->fid));
-		EXPECT_EQ(0, fi_close(&fabric->fid));
-	}
-	fi_addr_t insert(const Station &other)
-	{
-		fi_addr_t addr = FI_ADDR_NOTAVAIL;
-		EXPECT_EQ(1, fi_av_insert(av, other.name, 1, &addr, 0, nullptr));
-		return addr;
 	}
 	void poll()
 	{
@@ -87,58 +57,20 @@ struct Station {
 				failed.push_back(err.op_context);
 		}
 	}
-	size_t connections() const
-	{
-		auto *obj = util::fid_cast<rxm::RxmEndpoint>(&ep->fid, FI_CLASS_EP);
-		EXPECT_NE(nullptr, obj);
-		return obj ? obj->connection_count() : 0;
-	}
 
-	fid_fabric *fabric = nullptr;
-	fid_domain *domain = nullptr;
-	fid_av *av = nullptr;
-	fid_cq *cq = nullptr;
-	fid_ep *ep = nullptr;
-	uint8_t name[64];
-	size_t name_len = 0;
+	size_t connections() const { return rxm_test::connections(*this); }
+
 	std::vector<void *> received, sent, failed;
 	std::vector<fi_addr_t> sources;
 };
 
-class RxmSendRoute : public ::testing::Test {
+// Restarting a peer on the same address and counting connections are tcp's.
+class RxmSendRoute : public rxm_test::TcpRxmConnections {
 protected:
-	void SetUp() override
-	{
-		// Restarting a peer on the same address and counting connections are tcp's.
-		if (strcmp(rxm_test::provider(), "tcp;ofi_rxm") != 0)
-			GTEST_SKIP() << "written for tcp;ofi_rxm, not " << rxm_test::provider();
-		fi_info *hints = fi_allocinfo();
-		hints->ep_attr->type = FI_EP_RDM;
-		hints->caps = FI_MSG | FI_SOURCE;
-		hints->fabric_attr->prov_name = strdup("tcp;ofi_rxm");
-		hints->addr_format = FI_SOCKADDR_IN;
-		int ret = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", nullptr, FI_SOURCE, hints, &info);
-		fi_freeinfo(hints);
-#ifdef HAVE_TCP
-		ASSERT_EQ(0, ret) << "tcp;ofi_rxm: " << fi_strerror(-ret);
-#else
-		if (ret)
-			GTEST_SKIP() << "built without the tcp provider";
-#endif
-	}
-	void TearDown() override { fi_freeinfo(info); }
-
 	// Polls the stations until done() holds (at most 10 s).
 	static bool poll_until(const std::vector<Station *> &all, const std::function<bool()> &done)
 	{
-		auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-		while (std::chrono::steady_clock::now() < deadline) {
-			for (Station *s : all)
-				s->poll();
-			if (done())
-				return true;
-		}
-		return false;
+		return rxm_test::poll_until(all, done);
 	}
 	static void poll_for(const std::vector<Station *> &all, int ms)
 	{
@@ -179,7 +111,6 @@ protected:
 		return at;
 	}
 
-	fi_info *info = nullptr;
 };
 
 TEST_F(RxmSendRoute, SlotGivenToAnotherPeerSendsToTheNewPeer)

@@ -16,13 +16,9 @@
 # its shm endpoint is up; the acceptor's "accepting -> connected" alone does not move it).
 # fabtests' fi_msg_pingpong checks every byte (-v). Needs unshare --pid (skipped otherwise).
 # Ports 21181-21190. About 10 s.
-[ -n "$top_builddir" ] || top_builddir=$(cd "$(dirname "$0")/../../.." && pwd)
-PP="$top_builddir/fabtests/benchmarks/fi_msg_pingpong"
-[ -x "$PP" ] || { echo "SKIP: $PP not built"; exit 77; }
+. "$(dirname "$0")/pingpong_pair.sh"
 unshare --pid --fork true 2>/dev/null || { echo "SKIP: unshare --pid not allowed here"; exit 77; }
-LD_LIBRARY_PATH="$top_builddir/.libs"
-export LD_LIBRARY_PATH FI_LOG_LEVEL=info FI_LOG_PROV=ofi_rxm FI_OFI_RXM_USE_SHM=1
-. "$(dirname "$0")/../../../test/wait_listen.sh"
+export FI_LOG_LEVEL=info FI_LOG_PROV=ofi_rxm FI_OFI_RXM_USE_SHM=1
 MOVED="shm connecting -> connected"
 NAME_REFUSED="shm offer naming pid [0-9]* not proved"
 LISTENER_REFUSED="shm listener does not hold the far end of the core connection"
@@ -32,32 +28,7 @@ trap 'rm -rf "$dir"' EXIT
 status=0
 
 # run NAME PORT SERVER_PREFIX CLIENT_PREFIX: one pingpong pair; logs in $dir/NAME.{srv,cli}
-run() {
-	name=$1 port=$2 srv_pre=$3 cli_pre=$4
-	args="-p tcp;ofi_rxm -e rdm -S all -I 3 -w 1 -v -E=$((port + 1)) -T 30"
-	# shellcheck disable=SC2086
-	$srv_pre timeout 60 "$PP" $args -B "$port" >"$dir/$name.srv" 2>&1 &
-	server=$!
-	wait_listen $((port + 1))
-	# shellcheck disable=SC2086
-	if ! $cli_pre timeout 50 "$PP" $args -P "$port" 127.0.0.1 >"$dir/$name.cli" 2>&1; then
-		echo "FAIL: $name: client"
-		status=1
-	fi
-	if ! wait $server; then
-		echo "FAIL: $name: server"
-		status=1
-	fi
-}
-
-expect() { # expect NAME FILE PATTERN yes|no
-	if grep -q "$3" "$2"; then found=yes; else found=no; fi
-	if [ "$found" != "$4" ]; then
-		echo "FAIL: $1: '$3' in $(basename "$2"): $found, expected $4"
-		tail -20 "$2"
-		status=1
-	fi
-}
+run() { pp_pair "$1" "$2" "$3" "$4" all; }
 
 run client_ns 21181 "" "unshare --pid --fork"
 expect client_ns "$dir/client_ns.cli" "$MOVED" no

@@ -40,17 +40,8 @@ TEST(ShmCost, DISABLED_MsgPingPong)
 	ShmPair p;
 	ASSERT_TRUE(p.open());
 	ASSERT_TRUE(p.connect());
-	char out[64] = "ping", in[64];
-	for (int i = 0, n = rounds(); i < n; i++) {
-		ASSERT_EQ(0, fi_recv(p.server, in, sizeof(in), nullptr, 0, nullptr));
-		ASSERT_EQ(0, fi_recv(p.client, in, sizeof(in), nullptr, 0, nullptr));
-		ASSERT_EQ(0, fi_send(p.client, out, sizeof(out), nullptr, 0, nullptr));
-		ASSERT_TRUE(poll_one(p.server_cq));
-		ASSERT_TRUE(poll_one(p.client_cq));
-		ASSERT_EQ(0, fi_send(p.server, out, sizeof(out), nullptr, 0, nullptr));
-		ASSERT_TRUE(poll_one(p.client_cq));
-		ASSERT_TRUE(poll_one(p.server_cq));
-	}
+	for (int i = 0, n = rounds(); i < n; i++)
+		ASSERT_STREQ(nullptr, shm_test::ping_pong_round(p, poll_one)) << "round " << i;
 }
 
 TEST(ShmCost, DISABLED_RxmPingPong)

@@ -54,30 +54,30 @@ bool poll_one(fid_cq *cq)
 	return false;
 }
 
-TEST(ShmWait, BusyPollingPingPongMakesNoSystemCalls)
+constexpr int kRounds = 2000;
+
+// A warm-up message (first passes, lazy fds seen once), then kRounds rounds of the
+// busy-polling ping-pong; the read()/write() calls the rounds made.
+void count_ping_pong_calls(ShmPair &p, long &calls)
 {
-	ShmPair p;
-	ASSERT_TRUE(p.open());
-	ASSERT_TRUE(p.connect());
-	constexpr int kRounds = 2000;
 	char out[64] = "ping", in[64];
-	// Warm-up round (first passes, lazy fds seen once).
 	ASSERT_EQ(0, fi_recv(p.server, in, sizeof(in), nullptr, 0, nullptr));
 	ASSERT_EQ(0, fi_send(p.client, out, sizeof(out), nullptr, 0, nullptr));
 	ASSERT_TRUE(poll_one(p.client_cq));
 	ASSERT_TRUE(poll_one(p.server_cq));
 	long before = read_write_calls();
-	for (int i = 0; i < kRounds; i++) {
-		ASSERT_EQ(0, fi_recv(p.client, in, sizeof(in), nullptr, 0, nullptr));
-		ASSERT_EQ(0, fi_recv(p.server, in, sizeof(in), nullptr, 0, nullptr));
-		ASSERT_EQ(0, fi_send(p.client, out, sizeof(out), nullptr, 0, nullptr));
-		ASSERT_TRUE(poll_one(p.server_cq));
-		ASSERT_TRUE(poll_one(p.client_cq));
-		ASSERT_EQ(0, fi_send(p.server, out, sizeof(out), nullptr, 0, nullptr));
-		ASSERT_TRUE(poll_one(p.client_cq));
-		ASSERT_TRUE(poll_one(p.server_cq));
-	}
-	long calls = read_write_calls() - before;
+	for (int i = 0; i < kRounds; i++)
+		ASSERT_STREQ(nullptr, shm_test::ping_pong_round(p, poll_one)) << "round " << i;
+	calls = read_write_calls() - before;
+}
+
+TEST(ShmWait, BusyPollingPingPongMakesNoSystemCalls)
+{
+	ShmPair p;
+	ASSERT_TRUE(p.open());
+	ASSERT_TRUE(p.connect());
+	long calls = 0;
+	ASSERT_NO_FATAL_FAILURE(count_ping_pong_calls(p, calls));
 	// Two messages per round; today's doorbell cost was a write and a read per message.
 	EXPECT_LT(calls, 20) << calls << " read/write calls for " << 2 * kRounds << " messages";
 }
@@ -86,25 +86,36 @@ TEST(ShmWait, BusyPollingPingPongMakesNoSystemCalls)
 // 5 s timeout) and must have slept (little CPU while waiting).
 class ShmSleep : public ::testing::Test {
 protected:
-	void send_later()
+	// Has the client send "wake" 150 ms from now, and runs `wait` (which is to sleep until
+	// the message) meanwhile, noting when it returned and the CPU this thread used in it.
+	// Returns wait's result.
+	template <class Wait>
+	auto sleep_through_send(Wait wait)
 	{
 		sender = std::thread([this] {
 			std::this_thread::sleep_for(150ms);
 			sent_at = std::chrono::steady_clock::now();
 			EXPECT_EQ(0, fi_send(p.client, "wake", 5, nullptr, 0, nullptr));
 		});
+		double cpu = thread_cpu_ms();
+		auto ret = wait();
+		woke_at = std::chrono::steady_clock::now();
+		cpu_ms = thread_cpu_ms() - cpu;
+		return ret;
 	}
-	void check_woke(std::chrono::steady_clock::time_point woke, double cpu_ms)
+	// The message arrived, and the waiter woke for it (not at its 5 s timeout) and slept.
+	void check_woke()
 	{
 		sender.join();
 		EXPECT_STREQ("wake", buf);
-		EXPECT_LT(woke - sent_at, 1000ms) << "woke by a timeout, not the doorbell";
+		EXPECT_LT(woke_at - sent_at, 1000ms) << "woke by a timeout, not the doorbell";
 		EXPECT_LT(cpu_ms, 50.0) << "the waiter spun";
 	}
 	ShmPair p;
 	char buf[8] = {};
 	std::thread sender;
-	std::chrono::steady_clock::time_point sent_at;
+	std::chrono::steady_clock::time_point sent_at, woke_at;
+	double cpu_ms = 0;
 };
 
 TEST_F(ShmSleep, CqSread)
@@ -112,14 +123,10 @@ TEST_F(ShmSleep, CqSread)
 	ASSERT_TRUE(p.open(FI_WAIT_FD));
 	ASSERT_TRUE(p.connect());
 	ASSERT_EQ(0, fi_recv(p.server, buf, sizeof(buf), nullptr, 0, nullptr));
-	send_later();
-	double cpu = thread_cpu_ms();
 	fi_cq_data_entry e;
-	ssize_t ret = fi_cq_sread(p.server_cq, &e, 1, nullptr, 5000);
-	auto woke = std::chrono::steady_clock::now();
-	cpu = thread_cpu_ms() - cpu;
-	EXPECT_EQ(1, ret);
-	check_woke(woke, cpu);
+	EXPECT_EQ(1, sleep_through_send(
+			     [&] { return fi_cq_sread(p.server_cq, &e, 1, nullptr, 5000); }));
+	check_woke();
 }
 
 TEST_F(ShmSleep, CntrWait)
@@ -136,13 +143,8 @@ TEST_F(ShmSleep, CntrWait)
 	ASSERT_TRUE(p.connect());
 	ASSERT_NE(nullptr, cntr);
 	ASSERT_EQ(0, fi_recv(p.server, buf, sizeof(buf), nullptr, 0, nullptr));
-	send_later();
-	double cpu = thread_cpu_ms();
-	int ret = fi_cntr_wait(cntr, 1, 5000);
-	auto woke = std::chrono::steady_clock::now();
-	cpu = thread_cpu_ms() - cpu;
-	EXPECT_EQ(0, ret);
-	check_woke(woke, cpu);
+	EXPECT_EQ(0, sleep_through_send([&] { return fi_cntr_wait(cntr, 1, 5000); }));
+	check_woke();
 	EXPECT_TRUE(poll_one(p.server_cq));
 	EXPECT_EQ(0, fi_close(&p.server->fid));
 	p.server = nullptr;
@@ -164,15 +166,10 @@ TEST_F(ShmSleep, TrywaitAndPoll)
 	       fi_trywait(p.fabric, fids, 1) == -FI_EAGAIN)
 		;
 	ASSERT_EQ(-FI_EAGAIN, ret);
-	send_later();
-	double cpu = thread_cpu_ms();
 	pollfd pfd{fd, POLLIN, 0};
-	int n = poll(&pfd, 1, 5000);
-	auto woke = std::chrono::steady_clock::now();
-	cpu = thread_cpu_ms() - cpu;
-	EXPECT_EQ(1, n);
+	EXPECT_EQ(1, sleep_through_send([&] { return poll(&pfd, 1, 5000); }));
 	EXPECT_TRUE(poll_one(p.server_cq));
-	check_woke(woke, cpu);
+	check_woke();
 }
 
 // An application that polls the FI_GETWAIT fd without ever calling fi_trywait (fi_trywait(3)
@@ -192,14 +189,10 @@ TEST_F(ShmSleep, PolledFdWithoutTrywait)
 	while (poll(&pfd, 1, 0) != 0 && std::chrono::steady_clock::now() < quiet_by)
 		ASSERT_EQ(-FI_EAGAIN, fi_cq_read(p.server_cq, &e, 1));
 	ASSERT_EQ(0, poll(&pfd, 1, 0)) << "the fd never went quiet";
-	send_later();
-	double cpu = thread_cpu_ms();
-	int n = poll(&pfd, 1, 5000);
-	auto woke = std::chrono::steady_clock::now();
-	cpu = thread_cpu_ms() - cpu;
-	EXPECT_EQ(1, n) << "the fd never became readable for the message";
+	EXPECT_EQ(1, sleep_through_send([&] { return poll(&pfd, 1, 5000); }))
+		<< "the fd never became readable for the message";
 	EXPECT_TRUE(poll_one(p.server_cq));
-	check_woke(woke, cpu);
+	check_woke();
 }
 
 // The first fi_trywait ends that mode: with both CQs' fds exported and the fi_trywait
@@ -214,24 +207,8 @@ TEST(ShmWait, BusyPollingAfterTrywaitMakesNoSystemCalls)
 	ASSERT_EQ(0, fi_control(&p.client_cq->fid, FI_GETWAIT, &fd));
 	fid *fids[] = {&p.server_cq->fid, &p.client_cq->fid};
 	EXPECT_EQ(0, fi_trywait(p.fabric, fids, 2));
-	constexpr int kRounds = 2000;
-	char out[64] = "ping", in[64];
-	ASSERT_EQ(0, fi_recv(p.server, in, sizeof(in), nullptr, 0, nullptr));
-	ASSERT_EQ(0, fi_send(p.client, out, sizeof(out), nullptr, 0, nullptr));
-	ASSERT_TRUE(poll_one(p.client_cq));
-	ASSERT_TRUE(poll_one(p.server_cq));
-	long before = read_write_calls();
-	for (int i = 0; i < kRounds; i++) {
-		ASSERT_EQ(0, fi_recv(p.client, in, sizeof(in), nullptr, 0, nullptr));
-		ASSERT_EQ(0, fi_recv(p.server, in, sizeof(in), nullptr, 0, nullptr));
-		ASSERT_EQ(0, fi_send(p.client, out, sizeof(out), nullptr, 0, nullptr));
-		ASSERT_TRUE(poll_one(p.server_cq));
-		ASSERT_TRUE(poll_one(p.client_cq));
-		ASSERT_EQ(0, fi_send(p.server, out, sizeof(out), nullptr, 0, nullptr));
-		ASSERT_TRUE(poll_one(p.client_cq));
-		ASSERT_TRUE(poll_one(p.server_cq));
-	}
-	long calls = read_write_calls() - before;
+	long calls = 0;
+	ASSERT_NO_FATAL_FAILURE(count_ping_pong_calls(p, calls));
 	EXPECT_LT(calls, 20) << calls << " read/write calls for " << 2 * kRounds << " messages";
 }
 
@@ -241,14 +218,10 @@ TEST_F(ShmSleep, AutoProgress)
 	ASSERT_TRUE(p.open(FI_WAIT_FD, FI_PROGRESS_AUTO));
 	ASSERT_TRUE(p.connect());
 	ASSERT_EQ(0, fi_recv(p.server, buf, sizeof(buf), nullptr, 0, nullptr));
-	send_later();
-	double cpu = thread_cpu_ms();
 	fi_cq_data_entry e;
-	ssize_t ret = fi_cq_sread(p.server_cq, &e, 1, nullptr, 5000);
-	auto woke = std::chrono::steady_clock::now();
-	cpu = thread_cpu_ms() - cpu;
-	EXPECT_EQ(1, ret);
-	check_woke(woke, cpu);
+	EXPECT_EQ(1, sleep_through_send(
+			     [&] { return fi_cq_sread(p.server_cq, &e, 1, nullptr, 5000); }));
+	check_woke();
 }
 
 // A receiver asleep for long uses (next to) no CPU.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "prov/rxm/test/rxm_test_provider.h"
+#include "test/tcp_bytes.h"
 
 #include <gtest/gtest.h>
 
@@ -49,40 +50,10 @@ using Clock = std::chrono::steady_clock;
 		}                                                                 \
 	} while (0)
 
-// Bytes sent (acked) plus received over every TCP socket this process holds, per socket
-// (inode), so a check can tell traffic on a connection from one opened or closed meanwhile.
-struct TcpSnapshot {
-	std::map<ino_t, uint64_t> bytes;
-	uint64_t total() const
-	{
-		uint64_t sum = 0;
-		for (auto &[ino, n] : bytes)
-			sum += n;
-		return sum;
-	}
-};
-
-inline TcpSnapshot tcp_snapshot()
-{
-	TcpSnapshot snap;
-	DIR *dir = opendir("/proc/self/fd");
-	if (!dir)
-		return snap;
-	while (dirent *e = readdir(dir)) {
-		int fd = atoi(e->d_name);
-		if (fd <= 2 || fd == dirfd(dir))
-			continue;
-		tcp_info info{};
-		socklen_t len = sizeof(info);
-		struct stat st{};
-		if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) == 0 && fstat(fd, &st) == 0)
-			snap.bytes[st.st_ino] = info.tcpi_bytes_acked + info.tcpi_bytes_received;
-	}
-	closedir(dir);
-	return snap;
-}
-
-inline uint64_t tcp_bytes() { return tcp_snapshot().total(); }
+// The kernel's TCP byte counters of this process (shared with peer_failure_test).
+using test_tcp::TcpSnapshot;
+using test_tcp::tcp_snapshot;
+using test_tcp::tcp_bytes;
 
 // What crossed the sockets that were open at both snapshots. A connection opened or closed
 // in between (a duplicate connect resolved late, a loser's socket going away) carries only

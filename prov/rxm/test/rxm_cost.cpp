@@ -1,10 +1,12 @@
-// rxm_cost PROVIDER msg|tagged ROUNDS: a single-threaded ping-pong of 64-byte messages
+// rxm_cost PROVIDER msg|tagged ROUNDS [domain]: a single-threaded ping-pong of 64-byte messages
 // between two FI_EP_RDM endpoints of one process, each on its own fabric and domain (as two
 // processes would be), for counting instructions per message under callgrind: no thread
 // waits for another to be scheduled, so two runs with different ROUNDS differ by exactly
 // the cost of the extra messages. Linked against the shared library only through the
 // public API, so the same binary measures any libfabric.so.1 (LD_LIBRARY_PATH) for A/B.
 // Over tcp;ofi_rxm set FI_OFI_RXM_USE_SHM=0 FI_OFI_RXM_USE_CMA=0 for the network path.
+// "domain" asks FI_THREAD_DOMAIN (an application that serialises its calls, as fi_pingpong
+// does) instead of leaving the threading model to the provider.
 // Exits non-zero when anything fails.
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -88,8 +90,8 @@ bool wait_for(Side *sides, int side, long count)
 
 int main(int argc, char **argv)
 {
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s PROVIDER msg|tagged ROUNDS\n", argv[0]);
+	if (argc != 4 && !(argc == 5 && strcmp(argv[4], "domain") == 0)) {
+		fprintf(stderr, "usage: %s PROVIDER msg|tagged ROUNDS [domain]\n", argv[0]);
 		return 2;
 	}
 	bool tagged = strcmp(argv[2], "tagged") == 0;
@@ -101,6 +103,8 @@ int main(int argc, char **argv)
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
 				      FI_MR_PROV_KEY;
 	hints->fabric_attr->prov_name = strdup(argv[1]);
+	if (argc == 5)
+		hints->domain_attr->threading = FI_THREAD_DOMAIN;
 	fi_info *info = nullptr;
 	if (!check(fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &info), "getinfo"))
 		return 1;

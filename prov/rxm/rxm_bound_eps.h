@@ -24,6 +24,11 @@ class RxmEndpoint;
 
 class BoundEndpoints {
 public:
+	// concurrent = false: the object's domain is serialised by the application
+	// (FI_THREAD_DOMAIN or COMPLETION with manual progress: util's lock policy), so no
+	// reader can run beside a remover and the list takes no lock and counts no readers.
+	explicit BoundEndpoints(bool concurrent = true) : concurrent_(concurrent) {}
+
 	void add(RxmEndpoint *ep)
 	{
 		std::lock_guard guard(lock_);
@@ -42,6 +47,8 @@ public:
 		if (it == eps_.end())
 			return false;
 		eps_.erase(it);
+		if (!concurrent_)
+			return true;
 		unsigned old = epoch_;
 		epoch_ ^= 1;
 		// Removing from inside our own for_each (this thread counts in a bucket): waiting
@@ -60,26 +67,21 @@ public:
 	// without allocating for up to kFew endpoints: this runs on every read.
 	template <class F> void for_each(F f)
 	{
-		RxmEndpoint *few[kFew];
-		std::vector<RxmEndpoint *> many;
-		RxmEndpoint **eps = few;
-		size_t n;
+		Snapshot copy;
+		if (!concurrent_) {
+			copy.take(eps_);
+			copy.call(f);
+			return;
+		}
 		unsigned bucket;
 		{
 			std::lock_guard guard(lock_);
-			n = eps_.size();
-			if (n <= kFew) {
-				std::copy(eps_.begin(), eps_.end(), few);
-			} else {
-				many = eps_;
-				eps = many.data();
-			}
+			copy.take(eps_);
 			bucket = epoch_;
 			++active_[bucket];
 		}
 		Iteration iteration(*this, bucket);
-		for (size_t i = 0; i < n; i++)
-			f(eps[i]);
+		copy.call(f);
 	}
 	// Stops at the first f that returns false; says whether all returned true.
 	template <class F> bool all_of(F f)
@@ -90,6 +92,29 @@ public:
 	}
 
 private:
+	static constexpr size_t kFew = 8;
+	// The list as one for_each saw it.
+	struct Snapshot {
+		RxmEndpoint *few[kFew];
+		std::vector<RxmEndpoint *> many;
+		RxmEndpoint **eps = few;
+		size_t n = 0;
+		void take(const std::vector<RxmEndpoint *> &from)
+		{
+			n = from.size();
+			if (n <= kFew) {
+				std::copy(from.begin(), from.end(), few);
+			} else {
+				many = from;
+				eps = many.data();
+			}
+		}
+		template <class F> void call(F &f)
+		{
+			for (size_t i = 0; i < n; i++)
+				f(eps[i]);
+		}
+	};
 	// Marks this thread as iterating and leaves the bucket when done (also on unwinding).
 	class Iteration {
 	public:
@@ -117,7 +142,7 @@ private:
 		const BoundEndpoints *outer_;
 	};
 
-	static constexpr size_t kFew = 8;
+	const bool concurrent_;
 	static inline thread_local const BoundEndpoints *iterating_here_ = nullptr;
 	std::mutex remove_lock_;
 	std::mutex lock_;  // guards eps_ and epoch_; active_ grows under it

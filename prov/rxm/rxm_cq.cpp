@@ -12,7 +12,8 @@
 namespace rxm {
 
 RxmCq::RxmCq(RxmDomain &domain, const struct fi_cq_attr *attr, void *context)
-    : CompletionQueue(domain, attr, context)
+    : CompletionQueue(domain, attr, context),
+      eps_(domain.lock_kind() == util::Lock::Kind::Mutex)
 {
 	// A reader may block on an FI_WAIT_NONE CQ too: its endpoints' cores then run without
 	// wait fds and the reader looks at them every tick (fd-less sources).

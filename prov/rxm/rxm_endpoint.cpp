@@ -46,6 +46,10 @@ uint64_t random_endpoint_id()
 RxmEndpoint::RxmEndpoint(RxmDomain *domain, struct fi_info *info, void *context)
 	: Endpoint(*domain, info, context), domain_(domain), info_(info)
 {
+	// Only a progress thread of ours could enter the endpoint beside the application.
+	bool own_thread = params().data_auto_progress ||
+			  (info->domain_attr && info->domain_attr->data_progress == FI_PROGRESS_AUTO);
+	lock_.set_kind(own_thread ? util::Lock::Kind::Mutex : domain->lock_kind());
 	install_ops<RxmEndpoint>();
 	// A multi-receive buffer is released once less than this is left (fi_endpoint(3)).
 	set_min_multi_recv(64);

@@ -22,6 +22,7 @@
 #include "prov/rxm/rxm_cq.h"
 #include "prov/rxm/rxm_ops.h"
 #include "prov/util/endpoint.h"
+#include "prov/util/lock.h"
 
 #include <rdma/fabric.h>
 #include <rdma/fi_atomic.h>
@@ -368,7 +369,9 @@ private:
 
 	RxmDomain *domain_; // util::Endpoint holds the reference
 	struct fi_info *info_;
-	std::recursive_mutex lock_;
+	// Real unless the domain's application serialises its calls and no rxm thread runs
+	// (set in the constructor, util's policy: prov/util/lock.h).
+	util::Lock lock_;
 	bool attached_ = false;
 	// Calls fn once on each distinct CQ and counter bound here.
 	template <class Fn> void for_each_bound_waitable(Fn fn) const;

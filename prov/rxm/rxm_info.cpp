@@ -189,6 +189,33 @@ fi_info *rdm_info_from_core(const fi_info *core)
 	return info;
 }
 
+// The threading model of an application that serialises its own calls (fi_domain(3)): rxm
+// answers it instead of FI_THREAD_SAFE, so the objects it builds on util skip the locks
+// util's policy lets them skip (prov/util/lock.h: FI_THREAD_DOMAIN and FI_THREAD_COMPLETION
+// with manual progress), and its endpoints theirs. rxm runs no control-progress thread (its
+// connections advance with data progress, i.e. CQ reads), so for those two models control
+// progress is answered manual unless the application asks for automatic, which it still
+// gets (with the locks).
+void honour_threading(const fi_info *hints, fi_domain_attr *d)
+{
+	if (!hints || !hints->domain_attr)
+		return;
+	unsigned asked = util::raw_enum(hints->domain_attr->threading);
+	switch (asked) {
+	case FI_THREAD_DOMAIN:
+	case FI_THREAD_COMPLETION:
+		if (util::raw_enum(hints->domain_attr->control_progress) != FI_PROGRESS_AUTO)
+			d->control_progress = FI_PROGRESS_MANUAL;
+		[[fallthrough]];
+	case FI_THREAD_FID:
+	case FI_THREAD_ENDPOINT:
+		d->threading = static_cast<fi_threading>(asked);
+		break;
+	default:
+		break; // unspecified or FI_THREAD_SAFE: as safe as rxm gets
+	}
+}
+
 // Recursion guard: the core's fi_getinfo asks every provider, rxm included.
 thread_local int nesting = 0;
 
@@ -276,6 +303,7 @@ int rxm_getinfo(uint32_t version, const char *node, const char *service, uint64_
 		if (hints && hints->domain_attr &&
 		    util::raw_enum(hints->domain_attr->data_progress) == FI_PROGRESS_AUTO)
 			r->domain_attr->data_progress = FI_PROGRESS_AUTO;
+		honour_threading(hints, r->domain_attr);
 		*tail = r;
 		tail = &r->next;
 	}

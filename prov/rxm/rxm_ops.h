@@ -93,6 +93,9 @@ struct TxOp : ListNode {
 	uint32_t outstanding;  // core operations not yet completed
 	TxBuffer *prepared;    // eager/control/rndv: the encoded message
 	bool zero_copy;        // eager: prepared holds only the header, the payload is iov
+	// eager: may go out by the core's fi_inject (no completion level beyond inject asked),
+	// which frees the bounce buffer at once: the op completes without a core completion.
+	bool core_inject;
 	uint64_t rndv_key[kRndvMaxSegments];
 	fid_mr *own_mr[kRndvMaxSegments]; // registrations rxm made for this op
 	fid_mr *own_shm_mr[kRndvMaxSegments]; // their shm twins (request sent over shm)

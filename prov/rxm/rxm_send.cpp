@@ -70,6 +70,12 @@ bool slice_iov(const struct iovec *iov, size_t count, uint64_t from, size_t len,
 
 uint64_t make_msg_id(const TxOp *op) { return (uint64_t(op->generation) << 32) | op->index; }
 
+// What one fi_inject of the endpoint's info takes (0: none).
+size_t inject_size_of(const fi_info *info)
+{
+	return info && info->tx_attr ? info->tx_attr->inject_size : 0;
+}
+
 } // namespace
 
 TxOp *RxmEndpoint::alloc_op(RxmConn *for_peer)
@@ -246,6 +252,9 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 		}
 		buf->op = op;
 		op->prepared = buf;
+		// A completion at FI_TRANSMIT_COMPLETE or later waits for the core's own.
+		op->core_inject = !op->zero_copy &&
+				  !(flags & (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE));
 	} else if (total <= sar_limit_ && !cma_rndv) {
 		op->kind = TxKind::sar;
 		for (size_t i = 0; i < count; i++)
@@ -368,10 +377,23 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 			op->own_mr_bound = true;
 		}
 		stamp_conn_id(buf->data, conn->peer_conn_id);
-		ssize_t ret = op->zero_copy ? send_direct(conn, buf, op->iov, op->iov_count, 0,
-							 op->total_len)
-					    : fi_send(tx_ep(conn), buf->data, buf->len, tx_desc, 0,
-						      &buf->core);
+		// A small message the core injects is copied out of the bounce buffer within the
+		// call: no core completion to wait for and read back (a lock, a CQ entry and a
+		// pass each). Not over cores with credit flow control (verbs: its inline sends
+		// are unsignalled, their slots reaped by later signalled ones), which keep fi_send.
+		bool injected = false;
+		ssize_t ret;
+		if (op->zero_copy) {
+			ret = send_direct(conn, buf, op->iov, op->iov_count, 0, op->total_len);
+		} else {
+			if (!domain_->flow_ctrl() && (op->core_inject || op->kind == TxKind::control) &&
+			    buf->len <= inject_size_of(conn->tx_on_shm ? shm_->info
+								    : domain_->core_info()))
+				injected = fi_inject(tx_ep(conn), buf->data, buf->len, 0) == 0;
+			ret = injected ? 0
+				       : fi_send(tx_ep(conn), buf->data, buf->len, tx_desc, 0,
+						 &buf->core);
+		}
 		if (ret == -FI_EAGAIN) {
 			return_send_credit(conn);
 			return false;
@@ -381,9 +403,13 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 			fail_op(op, static_cast<int>(ret));
 			return true;
 		}
-		buf->conn = conn;
 		op->prepared = nullptr;
-		op->outstanding++;
+		if (injected) {
+			free_tx_buffer(buf);
+		} else {
+			buf->conn = conn;
+			op->outstanding++;
+		}
 		if (op->hdr.op == WireOp::shm_moved) {
 			conn->tx_on_shm = true; // the marker ends this direction on the core
 			quiet_core_if_moved(conn);
@@ -391,6 +417,8 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 		if (op->kind == TxKind::rndv || op->kind == TxKind::atomic ||
 		    (op->hdr.flags & wire_flag::delivery_complete))
 			conn->awaiting.push_back(op); // completes on the receiver's answer
+		else if (injected)
+			maybe_finish(op);
 		return true;
 	}
 	case TxKind::sar:

@@ -125,6 +125,23 @@ void CompletionQueue::push(Record &&record)
 void CompletionQueue::write(void *context, uint64_t flags, size_t len, void *buf,
 			    uint64_t data, uint64_t tag, fi_addr_t src_addr)
 {
+	// Written in place in the ring (every completion of the data path comes here): a
+	// Record built and moved in twice cost about a third of a write.
+	LockGuard guard(lock_);
+	if (Record *slot = overflow_.empty() ? ring_.back_slot() : nullptr) {
+		slot->op_context = context;
+		slot->flags = flags;
+		slot->len = len;
+		slot->buf = buf;
+		slot->data = data;
+		slot->tag = tag;
+		slot->src_addr = src_addr;
+		slot->error.reset(); // what an earlier error entry in this slot left
+		ring_.commit_back();
+		publish_count();
+		note_event_added();
+		return;
+	}
 	Record record;
 	record.op_context = context;
 	record.flags = flags;
@@ -133,7 +150,7 @@ void CompletionQueue::write(void *context, uint64_t flags, size_t len, void *buf
 	record.data = data;
 	record.tag = tag;
 	record.src_addr = src_addr;
-	push(std::move(record));
+	push(std::move(record)); // behind the overflow; the lock is recursive
 }
 
 void CompletionQueue::write_error(const struct fi_cq_err_entry &error, fi_addr_t src_addr)

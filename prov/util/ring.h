@@ -33,6 +33,11 @@ public:
 		return true;
 	}
 
+	// The slot the next push fills, for writing an element in place (no temporary, no
+	// move); nullptr when full. It becomes the newest element with commit_back().
+	T *back_slot() noexcept { return full() ? nullptr : &slots_[(head_ + count_) % capacity_]; }
+	void commit_back() noexcept { ++count_; }
+
 	// Oldest element; only valid when !empty().
 	T &front() noexcept { return slots_[head_]; }
 	const T &front() const noexcept { return slots_[head_]; }

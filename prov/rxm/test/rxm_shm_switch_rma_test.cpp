@@ -13,8 +13,6 @@ namespace {
 using namespace shm_switch_test;
 
 const size_t kRmaSizes[] = {0, 1, 64, 4032, 4033, 65536, 1 << 20, 4 << 20};
-// A few header-only messages (see rma_peer); any payload here is at least 4032 bytes.
-constexpr uint64_t kStrayControlBytes = 512;
 
 // Messages both ways while the connection opens and moves (as rxm_shm_switch_test.cpp).
 bool settle(Peer &p, bool expect_shm)
@@ -160,13 +158,8 @@ bool rma_peer(int to_peer, int from_peer, bool expect_shm, bool refusals,
 	    !p.exchange({4 << 20, 3333333}, 70010, true))
 		return false;
 	uint64_t moved = tcp_bytes_on_kept(start, tcp_snapshot());
-	// Open question (lead, session 10): about one run in six, one header-only message still
-	// crosses the moved connection (48 bytes: a tcp ack; 104: tcp's header and rxm's, no
-	// payload) after the settle. The payloads under test (over 40 MB; main before this
-	// change sent 47 MB over tcp here) must not: a few control headers are tolerated until
-	// that message is found.
 	if (expect_shm)
-		CHILD_CHECK(moved <= kStrayControlBytes, "%lu bytes went over tcp after the switch",
+		CHILD_CHECK(moved == 0, "%lu bytes went over tcp after the switch",
 			    static_cast<unsigned long>(moved));
 	else
 		CHILD_CHECK(moved > (4u << 20), "only %lu bytes over tcp, yet a side has shm off",

@@ -157,6 +157,10 @@ private:
 // to an object (defined in rxm_endpoint.cpp).
 int cores_trywait(BoundEndpoints &eps);
 bool cores_may_sleep(BoundEndpoints &eps);
+// After FI_GETWAIT on a CQ or counter (outside its lock): its holder may poll the fd without
+// fi_trywait, so the endpoints hand out their core and shm CQs' fds too
+// (RxmEndpoint::hand_out_lower_wait_fds).
+void cores_wait_fd_handed_out(BoundEndpoints &eps);
 
 // fi_trywait on the rxm fabric for a CQ or counter: progress, then ask the cores whether
 // blocking is safe, then util's trywait (arms the exported fd unless something arrived).

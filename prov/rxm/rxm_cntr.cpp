@@ -11,6 +11,15 @@ namespace rxm {
 RxmCntr::RxmCntr(RxmDomain &domain, const struct fi_cntr_attr *attr, void *context)
     : Counter(domain, attr, context)
 {
+	embedded_fid.pub.fid.ops = util::ops_ptr<RxmCntr, util::make_fi_ops<RxmCntr>>();
+}
+
+int RxmCntr::control(int command, void *arg)
+{
+	int ret = Counter::control(command, arg);
+	if (command == FI_GETWAIT && ret == 0)
+		cores_wait_fd_handed_out(eps_);
+	return ret;
 }
 
 void RxmCntr::attach(RxmEndpoint *ep)

@@ -19,6 +19,7 @@ public:
 
 	void run_progress() override;
 	bool before_sleep() override { return cores_may_sleep(eps_); }
+	int control(int command, void *arg); // FI_GETWAIT: cores_wait_fd_handed_out
 	int trywait_all();
 	int layered_trywait() override { return trywait_all(); }  // wait sets arm our cores
 	bool wants_wait_fd() const { return wait_obj() != FI_WAIT_NONE; }

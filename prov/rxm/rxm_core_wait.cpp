@@ -8,6 +8,7 @@ namespace rxm {
 bool CoreWaitFds::fetch(struct fid *core)
 {
 	count_ = 0;
+	core_ = core;
 	util::WaitSources sources;
 	if (fi_control(core, util::kGetWaitSources, &sources) == 0 && sources.count > 0 &&
 	    sources.count <= util::WaitSources::kMax) {
@@ -28,6 +29,13 @@ void CoreWaitFds::add_to(util::Waitable &w) const
 {
 	for (size_t i = 0; i < count_; ++i)
 		w.add_polled_fd(fds_[i]);
+}
+
+void CoreWaitFds::hand_out() const
+{
+	int fd = -1;
+	if (core_ && count_ > 0)
+		fi_control(core_, FI_GETWAIT, &fd); // the fd itself is not ours to use
 }
 
 void CoreWaitFds::remove_from(util::Waitable &w) const

@@ -23,12 +23,23 @@ public:
 	bool fetch(struct fid *core);
 	bool has_fds() const noexcept { return count_ > 0; }
 	size_t count() const noexcept { return count_; }
-	void clear() noexcept { count_ = 0; }
+	void clear() noexcept
+	{
+		count_ = 0;
+		core_ = nullptr;
+	}
 	// As polled fds of 'w' (util::Waitable::add_polled_fd), each once per call.
 	void add_to(util::Waitable &w) const;
 	void remove_from(util::Waitable &w) const;
+	// FI_GETWAIT on the core object: for when the application took the rxm object's fd and
+	// may poll it without fi_trywait. A core of ours then keeps its engine's sources armed
+	// after every pass until a first fi_trywait (util::ProgressEngine::keep_armed): shm's
+	// rings ask the peer for a doorbell only when armed, so without this a message over shm
+	// would not make the application's fd readable.
+	void hand_out() const;
 
 private:
+	struct fid *core_ = nullptr;
 	int fds_[util::WaitSources::kMax] = {};
 	size_t count_ = 0;
 };

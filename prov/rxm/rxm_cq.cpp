@@ -69,6 +69,14 @@ ssize_t RxmCq::readerr(struct fi_cq_err_entry *buf, uint64_t flags)
 	return CompletionQueue::readerr(buf, flags);
 }
 
+int RxmCq::control(int command, void *arg)
+{
+	int ret = CompletionQueue::control(command, arg);
+	if (command == FI_GETWAIT && ret == 0)
+		cores_wait_fd_handed_out(eps_);
+	return ret;
+}
+
 const char *RxmCq::strerror(int prov_errno, const void *, char *buf, size_t len)
 {
 	// rxm's provider errno is an fi_errno, of either sign.

@@ -24,6 +24,7 @@ public:
 
 	// fi_ops_cq members that differ from util's.
 	ssize_t readerr(struct fi_cq_err_entry *buf, uint64_t flags);
+	int control(int command, void *arg); // FI_GETWAIT: cores_wait_fd_handed_out
 	const char *strerror(int prov_errno, const void *err_data, char *buf, size_t len);
 
 	// util::Waitable / util::CompletionQueue hooks.

@@ -382,13 +382,33 @@ void RxmEndpoint::register_wait_sources()
 		return;
 	wait_registered_ = true;
 	bool polled = !core_cq_wait_.has_fds() || !core_eq_wait_.has_fds();
+	bool handed_out = false;
 	for_each_bound_waitable([&](util::Waitable *w) {
 		core_cq_wait_.add_to(*w);
 		core_eq_wait_.add_to(*w);
 		w->add_polled_fd(conn_timer_fd_);
 		if (polled)
 			w->add_fdless_source();
+		handed_out = handed_out || w->wait_fd_handed_out();
 	});
+	if (handed_out) // before this endpoint was enabled
+		hand_out_lower_wait_fds_locked();
+}
+
+void RxmEndpoint::hand_out_lower_wait_fds()
+{
+	std::lock_guard guard(lock_);
+	hand_out_lower_wait_fds_locked();
+}
+
+void RxmEndpoint::hand_out_lower_wait_fds_locked()
+{
+	// The CQs only: they hold the engines whose sources must stay armed (their EQs hold
+	// fds of the fabric's engine, which arms nothing).
+	lower_fds_handed_out_ = true;
+	core_cq_wait_.hand_out();
+	if (shm_)
+		shm_->cq_wait.hand_out();
 }
 
 void RxmEndpoint::unregister_wait_sources()
@@ -767,6 +787,11 @@ int cores_trywait(BoundEndpoints &eps)
 bool cores_may_sleep(BoundEndpoints &eps)
 {
 	return eps.all_of([](RxmEndpoint *ep) { return ep->core_may_sleep(); });
+}
+
+void cores_wait_fd_handed_out(BoundEndpoints &eps)
+{
+	eps.for_each([](RxmEndpoint *ep) { ep->hand_out_lower_wait_fds(); });
 }
 
 } // namespace rxm

@@ -186,6 +186,9 @@ public:
 	// fi_trywait on the core CQ and EQ before a reader sleeps on their fds; true when it
 	// may sleep (also when the core has no fds: the reader then polls every millisecond).
 	bool core_may_sleep();
+	// A bound CQ's or counter's fd was handed out (FI_GETWAIT): hands out the core CQ's and
+	// the shm side's, now and when the shm side opens (CoreWaitFds::hand_out says why).
+	void hand_out_lower_wait_fds();
 
 private:
 	RxmEndpoint(RxmDomain *domain, struct fi_info *info, void *context);
@@ -461,6 +464,8 @@ private:
 	CoreWaitFds core_eq_wait_;  // what sleepers watch for the cores (none: polled)
 	CoreWaitFds core_cq_wait_;
 	bool wait_registered_ = false;
+	bool lower_fds_handed_out_ = false; // hand_out_lower_wait_fds; under lock_
+	void hand_out_lower_wait_fds_locked();
 	struct fid_pep *pep_ = nullptr;
 	struct fi_info *core_conn_info_ = nullptr; // template for active core endpoints
 	EndpointIdentity identity_;

@@ -190,6 +190,8 @@ int RxmEndpoint::open_shm()
 	if (want_fd) {
 		path->cq_wait.fetch(&path->cq->fid);
 		path->eq_wait.fetch(&path->eq->fid);
+		if (lower_fds_handed_out_)
+			path->cq_wait.hand_out();
 	}
 	path->polled = !path->cq_wait.has_fds() || !path->eq_wait.has_fds();
 	if (fi_open_ops(&path->domain->fid, OFI_SHM_PEER_OPS_NAME, 0,

@@ -86,6 +86,9 @@ public:
 	// The pollable fd (the epoll set); marks it exported so the eventfd is kept exact.
 	int export_wait_fd();
 	int wait_fd() const noexcept { return epoll_fd_; }
+	// Whether export_wait_fd handed the fd out (FI_GETWAIT): its holder may poll it without
+	// fi_trywait. A layered provider hands out its lower objects' fds then too.
+	bool wait_fd_handed_out() const noexcept { return engines_told_export_.load(); }
 	bool wait_ok() const noexcept { return epoll_fd_ >= 0 && event_fd_ >= 0; }
 
 	// Adds the fd of a progress engine (or any pollable fd) to the epoll set. Sources

@@ -121,6 +121,12 @@ struct Peer {
 	}
 
 	bool blocking = false; // a CQ with a wait object, read with fi_cq_sread
+	// With blocking: never calls fi_cq_sread (whose sleep runs fi_trywait), only fi_cq_read,
+	// as an application that polls the CQ's FI_GETWAIT fd without fi_trywait.
+	bool no_trywait = false;
+	// The layering, when not the tests' (rxm_test::provider()): "shm;ofi_rxm" takes shm's
+	// own addresses.
+	const char *prov = nullptr;
 
 	bool open(int to_peer, int from_peer)
 	{
@@ -129,11 +135,15 @@ struct Peer {
 		hints->caps = FI_MSG | FI_TAGGED;
 		if (rma)
 			hints->caps |= FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
-		hints->fabric_attr->prov_name = strdup(rxm_test::provider());
-		hints->addr_format = FI_SOCKADDR_IN;
+		const char *layering = prov ? prov : rxm_test::provider();
+		bool over_shm = strcmp(layering, "shm;ofi_rxm") == 0;
+		hints->fabric_attr->prov_name = strdup(layering);
+		if (!over_shm)
+			hints->addr_format = FI_SOCKADDR_IN;
 		hints->domain_attr->mr_mode = rxm_test::mr_mode();
-		int ret = fi_getinfo(FI_VERSION(1, 17), rxm_test::address(), nullptr, FI_SOURCE,
-				     hints, &info);
+		int ret = over_shm ? fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &info)
+				   : fi_getinfo(FI_VERSION(1, 17), rxm_test::address(), nullptr,
+						FI_SOURCE, hints, &info);
 		fi_freeinfo(hints);
 		CHILD_CHECK(ret == 0, "fi_getinfo: %s", fi_strerror(-ret));
 		if (thread_domain)
@@ -326,8 +336,8 @@ struct Peer {
 				sent++;
 			}
 			fi_cq_tagged_entry comp[8];
-			ssize_t n = blocking ? fi_cq_sread(cq, comp, 8, nullptr, 1000)
-					     : fi_cq_read(cq, comp, 8);
+			ssize_t n = blocking && !no_trywait ? fi_cq_sread(cq, comp, 8, nullptr, 1000)
+							    : fi_cq_read(cq, comp, 8);
 			if (n == -FI_EAGAIN || n == -FI_ETIMEDOUT)
 				continue;
 			if (n == -FI_EAVAIL) {
@@ -359,6 +369,31 @@ struct Peer {
 		return true;
 	}
 };
+
+// Messages both ways while the connection opens and moves (as rxm_shm_switch_test.cpp).
+inline bool settle(Peer &p, bool expect_shm)
+{
+	if (!p.exchange({8, 70000, 8, 300000}, 0, false))
+		return false;
+	for (uint64_t seq = 1000; seq < 1200; seq += 10)
+		if (!p.exchange({8, 8, 8, 8, 8, 8, 8, 8, 8, 8}, seq, true))
+			return false;
+	// Until both directions moved (a loaded machine may lag): a round trip that leaves the
+	// TCP counters of both processes flat. Both decide on the same pair of answers.
+	for (uint64_t round = 0; expect_shm && round < 500; round++) {
+		TcpSnapshot before = tcp_snapshot();
+		uint64_t theirs = 0;
+		if (!p.swap(2000 + round, 0, &theirs))
+			return false;
+		uint64_t flat = tcp_bytes_on_kept(before, tcp_snapshot()) == 0;
+		if (!p.swap(3000 + round, flat, &theirs))
+			return false;
+		if (flat && theirs)
+			return true;
+	}
+	CHILD_CHECK(!expect_shm, "the connection never moved to shm");
+	return true;
+}
 
 // Forks the two peers with their environments (space-separated NAME=VALUE); body(to_peer,
 // from_peer) runs in each; both must succeed.

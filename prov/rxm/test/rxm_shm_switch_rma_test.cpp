@@ -14,31 +14,6 @@ using namespace shm_switch_test;
 
 const size_t kRmaSizes[] = {0, 1, 64, 4032, 4033, 65536, 1 << 20, 4 << 20};
 
-// Messages both ways while the connection opens and moves (as rxm_shm_switch_test.cpp).
-bool settle(Peer &p, bool expect_shm)
-{
-	if (!p.exchange({8, 70000, 8, 300000}, 0, false))
-		return false;
-	for (uint64_t seq = 1000; seq < 1200; seq += 10)
-		if (!p.exchange({8, 8, 8, 8, 8, 8, 8, 8, 8, 8}, seq, true))
-			return false;
-	// Until both directions moved (a loaded machine may lag): a round trip that leaves the
-	// TCP counters of both processes flat. Both decide on the same pair of answers.
-	for (uint64_t round = 0; expect_shm && round < 500; round++) {
-		TcpSnapshot before = tcp_snapshot();
-		uint64_t theirs = 0;
-		if (!p.swap(2000 + round, 0, &theirs))
-			return false;
-		uint64_t flat = tcp_bytes_on_kept(before, tcp_snapshot()) == 0;
-		if (!p.swap(3000 + round, flat, &theirs))
-			return false;
-		if (flat && theirs)
-			return true;
-	}
-	CHILD_CHECK(!expect_shm, "the connection never moved to shm");
-	return true;
-}
-
 bool rma_both_ways(Peer &p)
 {
 	std::vector<uint8_t> src(Peer::kWindow), dst(Peer::kWindow);

@@ -10,6 +10,8 @@
 // (parameters are read once per process); the gtest process itself never opens libfabric.
 #include "prov/rxm/test/rxm_shm_switch_peer.h"
 
+#include <poll.h>
+
 namespace {
 
 using namespace shm_switch_test;
@@ -66,6 +68,81 @@ bool run_peer(int to_peer, int from_peer, bool expect_shm, bool blocking)
 	return p.exchange({8}, 30000, true);
 }
 
+// The wake-ups of an application that takes the CQ's FI_GETWAIT fd and poll()s it without
+// ever calling fi_trywait (fi_trywait(3) asks for the call; some applications skip it). The
+// sides take turns: the receiver posts a receive, reads its CQ until the fd is quiet, tells
+// the sender over the pipe and sleeps in poll() on the fd (5 s); the sender waits 50 ms and
+// sends 64 bytes. The fd must become readable for it well before the timeout. With
+// expect_move, the TCP counters stay flat meanwhile: the message came over shm.
+bool poll_without_trywait_peer(int to_peer, int from_peer, const char *prov, bool expect_move)
+{
+	Peer p;
+	p.prov = prov;
+	p.blocking = true;
+	p.no_trywait = true;
+	if (!p.open(to_peer, from_peer))
+		return false;
+	// Taken at once, as such an application does: the shm side opens later.
+	int fd = -1;
+	CHILD_CHECK(fi_control(&p.cq->fid, FI_GETWAIT, &fd) == 0 && fd >= 0, "FI_GETWAIT");
+	if (!settle(p, expect_move))
+		return false;
+	const bool first = getenv("SHM_SWITCH_TEST_FIRST") != nullptr;
+	for (uint64_t round = 0; round < 6; round++) {
+		uint64_t tag = 80000 + round;
+		uint64_t msg[8] = {tag};
+		int ctx = 0, status = -1;
+		char go = 0;
+		if ((round % 2 == 0) != first) {
+			CHILD_CHECK(read(from_peer, &go, 1) == 1, "reading the go");
+			std::this_thread::sleep_for(std::chrono::milliseconds(50));
+			if (!p.post("fi_tsend", [&] {
+				    return fi_tsend(p.ep, msg, sizeof(msg), nullptr, p.peer, tag, &ctx);
+			    }) ||
+			    !p.wait_for(&ctx, &status))
+				return false;
+			CHILD_CHECK(status == 0, "send: %s", fi_strerror(-status));
+			continue;
+		}
+		if (!p.post("fi_trecv", [&] {
+			    return fi_trecv(p.ep, msg, sizeof(msg), nullptr, p.peer, tag, 0, &ctx);
+		    }))
+			return false;
+		pollfd pfd{fd, POLLIN, 0};
+		auto quiet_by = Clock::now() + std::chrono::seconds(2);
+		while (poll(&pfd, 1, 0) != 0 && Clock::now() < quiet_by)
+			if (!p.poll())
+				return false;
+		CHILD_CHECK(poll(&pfd, 1, 0) == 0, "the CQ's fd never went quiet");
+		CHILD_CHECK(!p.finished.count(&ctx), "received before the go");
+		TcpSnapshot before = tcp_snapshot();
+		CHILD_CHECK(write(to_peer, &go, 1) == 1, "sending the go");
+		auto start = Clock::now();
+		int n = poll(&pfd, 1, 5000);
+		auto slept = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() -
+										     start);
+		CHILD_CHECK(n == 1, "round %lu: the CQ's fd slept through the message (%lld ms)",
+			    static_cast<unsigned long>(round), static_cast<long long>(slept.count()));
+		CHILD_CHECK(slept.count() < 2000, "round %lu: woke only after %lld ms",
+			    static_cast<unsigned long>(round), static_cast<long long>(slept.count()));
+		if (!p.wait_for(&ctx, &status))
+			return false;
+		CHILD_CHECK(status == 0 && msg[0] == tag, "receive: %s", fi_strerror(-status));
+		uint64_t moved = tcp_bytes_on_kept(before, tcp_snapshot());
+		CHILD_CHECK(!expect_move || moved == 0, "%lu bytes over tcp: not a shm message",
+			    static_cast<unsigned long>(moved));
+	}
+	return p.sync(89999);
+}
+
+void run_poll_without_trywait(const char *env, const char *prov, bool expect_move)
+{
+	std::string first = std::string(env) + " SHM_SWITCH_TEST_FIRST=1";
+	run_forked_pair(first.c_str(), env, [&](int to_peer, int from_peer) {
+		return poll_without_trywait_peer(to_peer, from_peer, prov, expect_move);
+	});
+}
+
 void run_pair(const char *env_a, const char *env_b, bool expect_shm, bool blocking = false)
 {
 	run_forked_pair(env_a, env_b, [&](int to_peer, int from_peer) {
@@ -93,6 +170,18 @@ TEST(RxmShmSwitch, BlockingReadersSleepAndWake)
 	if (!tcp_layering())
 		GTEST_SKIP() << "the switch is tested over tcp;ofi_rxm";
 	run_pair("FI_OFI_RXM_USE_SHM=1", "FI_OFI_RXM_USE_SHM=1", true, true);
+}
+
+TEST(RxmShmSwitch, PolledFdWithoutTrywaitWakesForShmMessages)
+{
+	if (!tcp_layering())
+		GTEST_SKIP() << "the switch is tested over tcp;ofi_rxm";
+	run_poll_without_trywait("FI_OFI_RXM_USE_SHM=1", nullptr, true);
+}
+
+TEST(RxmShmSwitch, PolledFdWithoutTrywaitOverShmCore)
+{
+	run_poll_without_trywait("", "shm;ofi_rxm", false);
 }
 
 TEST(RxmShmSwitch, OneSideOffStaysOnTcp)

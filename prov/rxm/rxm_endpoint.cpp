@@ -9,6 +9,7 @@
 #include "prov/rxm/rxm_domain.h"
 #include "prov/rxm/rxm_fabric.h"
 #include "prov/rxm/rxm_provider.h"
+#include "prov/util/error.h"
 #include "prov/util/ops_tables.h"
 
 #include <rdma/fi_errno.h>
@@ -66,6 +67,18 @@ int RxmEndpoint::open(RxmDomain *domain, struct fi_info *info, struct fid_ep **e
 		return -FI_EINVAL;
 	if (info->ep_attr && info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_UNSPEC)
 		return -FI_EINVAL;
+	// Auto progress is a thread of ours (start_auto_progress). On a domain whose core and shm
+	// domains were opened without locks (FI_THREAD_DOMAIN with manual progress:
+	// lower_domains_need_no_lock) it would run beside the application's calls on the other
+	// endpoints and registrations of the domain, which share those lower domains.
+	if (info->domain_attr &&
+	    util::raw_enum(info->domain_attr->data_progress) == FI_PROGRESS_AUTO &&
+	    lower_domains_need_no_lock(domain->info())) {
+		RXM_WARN(FI_LOG_EP_CTRL, "an FI_PROGRESS_AUTO endpoint on a domain opened "
+					 "FI_THREAD_DOMAIN with manual progress: refused (open the "
+					 "domain with FI_PROGRESS_AUTO or FI_THREAD_SAFE)\n");
+		return -FI_EINVAL;
+	}
 	fi_info *own = fi_dupinfo(info);
 	if (!own)
 		return -FI_ENOMEM;

@@ -191,6 +191,79 @@ TEST(RxmShmSwitchRma, ThreadDomainWithoutLowerLocks)
 			});
 }
 
+// Opens a domain with `domain_progress`/`threading`, then an endpoint of `ep_progress` on it;
+// *enabled is whether fi_endpoint and fi_enable succeeded, *ret fi_endpoint's answer.
+bool open_endpoint_on(enum fi_progress domain_progress, enum fi_threading threading,
+		      enum fi_progress ep_progress, int *ret)
+{
+	fi_info *hints = fi_allocinfo();
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_MSG | FI_TAGGED;
+	hints->fabric_attr->prov_name = strdup(rxm_test::provider());
+	hints->domain_attr->mr_mode = rxm_test::mr_mode();
+	fi_info *info = nullptr;
+	int rc = fi_getinfo(FI_VERSION(1, 17), rxm_test::address(), nullptr, FI_SOURCE, hints,
+			    &info);
+	fi_freeinfo(hints);
+	CHILD_CHECK(rc == 0, "fi_getinfo: %s", fi_strerror(-rc));
+	info->domain_attr->threading = threading;
+	info->domain_attr->data_progress = domain_progress;
+	fid_fabric *fabric = nullptr;
+	fid_domain *domain = nullptr;
+	fid_cq *cq = nullptr;
+	fid_av *av = nullptr;
+	fid_ep *ep = nullptr;
+	bool ok = fi_fabric(info->fabric_attr, &fabric, nullptr) == 0 &&
+		  fi_domain(fabric, info, &domain, nullptr) == 0;
+	fi_cq_attr cq_attr{};
+	cq_attr.format = FI_CQ_FORMAT_TAGGED;
+	fi_av_attr av_attr{};
+	av_attr.type = FI_AV_TABLE;
+	ok = ok && fi_cq_open(domain, &cq_attr, &cq, nullptr) == 0 &&
+	     fi_av_open(domain, &av_attr, &av, nullptr) == 0;
+	info->domain_attr->data_progress = ep_progress;
+	*ret = ok ? fi_endpoint(domain, info, &ep, nullptr) : -FI_EOTHER;
+	if (*ret == 0) {
+		ok = fi_ep_bind(ep, &av->fid, 0) == 0 &&
+		     fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV) == 0 && fi_enable(ep) == 0;
+		fi_cq_tagged_entry e;
+		ok = ok && fi_cq_read(cq, &e, 1) == -FI_EAGAIN;
+	}
+	for (fid *f : {ep ? &ep->fid : nullptr, av ? &av->fid : nullptr, cq ? &cq->fid : nullptr,
+		       domain ? &domain->fid : nullptr, fabric ? &fabric->fid : nullptr})
+		if (f)
+			fi_close(f);
+	fi_freeinfo(info);
+	CHILD_CHECK(ok, "opening the objects around the endpoint failed");
+	return true;
+}
+
+// A domain opened FI_THREAD_DOMAIN with manual progress runs its core and shm domains
+// without locks (lower_domains_need_no_lock). An endpoint asking FI_PROGRESS_AUTO there would
+// start rxm's progress thread beside the application's calls on those lock-free domains: it
+// is refused. Auto progress on the domain itself, or a thread-safe domain, keeps the locks
+// and takes such endpoints.
+TEST(RxmShmSwitchRma, AutoProgressEndpointOnLockFreeLowerDomainsRefused)
+{
+	run_forked_pair("", "", [](int, int) {
+		int ret = 0;
+		if (!open_endpoint_on(FI_PROGRESS_MANUAL, FI_THREAD_DOMAIN, FI_PROGRESS_AUTO, &ret))
+			return false;
+		CHILD_CHECK(ret == -FI_EINVAL, "fi_endpoint: %s, expected -FI_EINVAL",
+			    fi_strerror(-ret));
+		if (!open_endpoint_on(FI_PROGRESS_AUTO, FI_THREAD_DOMAIN, FI_PROGRESS_AUTO, &ret))
+			return false;
+		CHILD_CHECK(ret == 0, "auto-progress domain: fi_endpoint: %s", fi_strerror(-ret));
+		if (!open_endpoint_on(FI_PROGRESS_MANUAL, FI_THREAD_SAFE, FI_PROGRESS_AUTO, &ret))
+			return false;
+		CHILD_CHECK(ret == 0, "thread-safe domain: fi_endpoint: %s", fi_strerror(-ret));
+		if (!open_endpoint_on(FI_PROGRESS_MANUAL, FI_THREAD_DOMAIN, FI_PROGRESS_MANUAL, &ret))
+			return false;
+		CHILD_CHECK(ret == 0, "manual endpoint: fi_endpoint: %s", fi_strerror(-ret));
+		return true;
+	});
+}
+
 TEST(RxmShmSwitchRma, OneSideOffStaysOnTcp)
 {
 	if (!tcp_layering())

@@ -40,7 +40,14 @@ ssize_t TcpEndpoint::post_send(PostArgs &args)
 		args.copy = true;
 	if (args.op_flags & FI_DELIVERY_COMPLETE)
 		args.want_ack = true;
-	args.defer = may_hold_send(args.op_flags);
+	// Only a send whose completion the application (or rxm) will come back for may wait for
+	// the next pass: that read is the pass that sends it. An inject, or a send whose entry
+	// selective completion suppresses, may be the last call before the caller waits on
+	// something else entirely (a send completed inside rxm's call, then an out-of-band
+	// barrier): holding it would stall the peer. FI_MORE is the caller's promise of more.
+	bool hold = may_hold_send(args.op_flags);
+	args.defer = hold && ((args.op_flags & FI_MORE) ||
+			      (!args.silent && tx_entry_wanted(args.op_flags)));
 	ret = conn_.post_msg(args);
 	if (ret == 0 && conn_.holds_sends() && !tcp_domain().send_flush().add(this))
 		conn_.progress_tx();

@@ -641,6 +641,7 @@ void RxmEndpoint::progress()
 	// before close detached us, so this runs before shutdown_all, never after the free.
 	if (!enabled() || !core_cq_)
 		return;
+	++progress_passes_;
 	// The core EQ (connection management) is read on every call while a connection is
 	// being set up; otherwise at least every kIdleEqInterval while the core CQ has nothing
 	// and every cm_progress_interval while data keeps coming. Reading it costs a system

@@ -375,6 +375,10 @@ private:
 	// Real unless the domain's application serialises its calls and no rxm thread runs
 	// (set in the constructor, util's policy: prov/util/lock.h).
 	util::Lock lock_;
+	// progress() calls, and the one during which the last small message went to the core:
+	// a second one in the same interval is part of a burst (send_for_coalescing).
+	uint64_t progress_passes_ = 0;
+	uint64_t last_small_send_pass_ = ~uint64_t{0};
 	bool attached_ = false;
 	// Calls fn once on each distinct CQ and counter bound here.
 	template <class Fn> void for_each_bound_waitable(Fn fn) const;
@@ -437,6 +441,8 @@ private:
 	void handle_shm_offer(RxmConn *conn, std::span<const uint8_t> payload);
 	void handle_shm_moved(RxmConn *conn);
 	void quiet_core_if_moved(RxmConn *conn); // both directions on shm: core hint (quiet_ops.h)
+	// A small message the core could inject goes by fi_send instead (rxm_send.cpp).
+	bool send_for_coalescing(const TxOp *op, const RxmConn *conn);
 	void handle_shm_connreq(const struct fi_eq_cm_entry *entry, size_t data_len);
 	void handle_shm_event(uint32_t event, const struct fi_eq_cm_entry *entry, size_t len);
 	void handle_shm_error(const struct fi_eq_err_entry &err);

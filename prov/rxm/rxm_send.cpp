@@ -388,7 +388,8 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 		} else {
 			if (!domain_->flow_ctrl() && (op->core_inject || op->kind == TxKind::control) &&
 			    buf->len <= inject_size_of(conn->tx_on_shm ? shm_->info
-								    : domain_->core_info()))
+								    : domain_->core_info()) &&
+			    !send_for_coalescing(op, conn))
 				injected = fi_inject(tx_ep(conn), buf->data, buf->len, 0) == 0;
 			ret = injected ? 0
 				       : fi_send(tx_ep(conn), buf->data, buf->len, tx_desc, 0,
@@ -625,6 +626,20 @@ ssize_t RxmEndpoint::sendmsg(const struct fi_msg *msg, uint64_t flags)
 		return -FI_EBADFLAGS;
 	return send_common(msg->msg_iov, msg->desc, msg->iov_count, msg->addr, msg->context,
 			   msg->data, 0, flags & ~kNoCompletionFlag, false);
+}
+
+// tcp sends a burst (sends posted between two progress passes) in one sendmsg at the next
+// pass, but holds back only sends whose completion its caller will come back for: an inject
+// may be the last call before the application waits on something else. So the second and
+// later small messages of a burst that the application will see a completion for go by
+// fi_send with a core completion (the application's read of it is the pass that sends
+// them); the first of a burst (a ping-pong's every message) and messages nobody waits for
+// are injected and leave at once. Not over shm, which sends at once anyway.
+bool RxmEndpoint::send_for_coalescing(const TxOp *op, const RxmConn *conn)
+{
+	bool burst = last_small_send_pass_ == progress_passes_;
+	last_small_send_pass_ = progress_passes_;
+	return burst && op->report && !conn->tx_on_shm;
 }
 
 ssize_t RxmEndpoint::inject(const void *buf, size_t len, fi_addr_t dest)

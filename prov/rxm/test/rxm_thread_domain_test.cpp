@@ -14,6 +14,7 @@
 #include "prov/util/domain.h"
 #include "prov/util/fid_object.h"
 #include "rxm_test_provider.h"
+#include "prov/rxm/test/rxm_test_node.h"
 
 #include <gtest/gtest.h>
 
@@ -79,39 +80,15 @@ TEST(RxmThreading, SerialisingApplicationsGetTheirModelBack)
 	}
 }
 
-// One RDM endpoint with its own fabric, domain, AV and CQ.
-struct Side {
-	explicit Side(const fi_info *info)
-	{
-		EXPECT_EQ(0, fi_fabric(info->fabric_attr, &fabric, nullptr));
-		EXPECT_EQ(0, fi_domain(fabric, const_cast<fi_info *>(info), &domain, nullptr));
-		fi_av_attr av_attr{};
-		av_attr.type = FI_AV_TABLE;
-		EXPECT_EQ(0, fi_av_open(domain, &av_attr, &av, nullptr));
-		fi_cq_attr cq_attr{};
-		cq_attr.format = FI_CQ_FORMAT_TAGGED;
-		EXPECT_EQ(0, fi_cq_open(domain, &cq_attr, &cq, nullptr));
-		EXPECT_EQ(0, fi_endpoint(domain, const_cast<fi_info *>(info), &ep, nullptr));
-		EXPECT_EQ(0, fi_ep_bind(ep, &av->fid, 0));
-		EXPECT_EQ(0, fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
-		EXPECT_EQ(0, fi_enable(ep));
-	}
-	~Side()
-	{
-		for (fid *f : {&ep->fid, &cq->fid, &av->fid, &domain->fid, &fabric->fid})
-			EXPECT_EQ(0, fi_close(f));
-	}
+// One RDM endpoint with its own fabric, domain, AV and CQ (rxm_test_node.h).
+struct Side : rxm_test::RdmNode {
+	explicit Side(fi_info *info) : RdmNode(info) {}
 	util::Lock::Kind lock_kind() const
 	{
 		auto *d = util::fid_cast<util::Domain>(&domain->fid, FI_CLASS_DOMAIN);
 		return d ? d->lock_kind() : util::Lock::Kind::Mutex;
 	}
 
-	fid_fabric *fabric = nullptr;
-	fid_domain *domain = nullptr;
-	fid_av *av = nullptr;
-	fid_cq *cq = nullptr;
-	fid_ep *ep = nullptr;
 	fi_addr_t peer = FI_ADDR_NOTAVAIL;
 	std::vector<fi_cq_tagged_entry> done;
 };

@@ -2,6 +2,7 @@
 // the libc call in this test program), in order, and a partial send resumes mid-entry; a
 // burst of sends posted in one progress pass leaves together (send coalescing).
 #include "prov/tcp/tcp_connection.h"
+#include "prov/tcp/test/tcp_sink_pair.h"
 #include "prov/tcp/test/tcp_test_pair.h"
 
 #include <rdma/fi_errno.h>
@@ -33,51 +34,8 @@ extern "C" ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 
 namespace {
 
-class Sink : public ConnectionOwner {
-public:
-	void tx_done(void *context, uint64_t, uint64_t, size_t, int err) override
-	{
-		sent.push_back(context);
-		errors += err != 0;
-	}
-	void rx_done(void *context, uint64_t, uint64_t, void *, size_t len, uint64_t, int err,
-		     size_t) override
-	{
-		received.push_back(context);
-		lengths.push_back(len);
-		errors += err != 0;
-	}
-	void remote_done(uint64_t) override {}
-	int remote_access(uint64_t, uint64_t, uint64_t, uint64_t, uint8_t **, uint64_t *) override
-	{
-		return -FI_EACCES;
-	}
-	bool region_alive(uint64_t, uint64_t) override { return false; }
-	void connection_lost(int) override { ++lost; }
-
-	std::vector<void *> sent, received;
-	std::vector<size_t> lengths;
-	int errors = 0, lost = 0;
-};
-
-struct Pair {
-	Pair()
-	{
-		int sv[2];
-		EXPECT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
-		for (int fd : sv)
-			fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-		fds[0] = sv[0];
-		fds[1] = sv[1];
-		Limits limits;
-		limits.tx_size = 64;
-		limits.rx_size = 64;
-		a = std::make_unique<Connection>(oa, limits);
-		b = std::make_unique<Connection>(ob, limits);
-	}
-	Sink oa, ob;
-	std::unique_ptr<Connection> a, b;
-	int fds[2];
+struct Pair : tcp_test::SinkPair {
+	Pair() : SinkPair(0, false) {}
 };
 
 PostArgs message(const void *buf, size_t len, iovec *iov, void *context)

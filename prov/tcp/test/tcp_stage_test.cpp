@@ -3,6 +3,7 @@
 // bytes read ahead and left waiting for receives are delivered later without reading again.
 #undef _FORTIFY_SOURCE // recv must stay the plain libc symbol this file replaces
 #include "prov/tcp/tcp_connection.h"
+#include "prov/tcp/test/tcp_sink_pair.h"
 
 #include <rdma/fi_errno.h>
 
@@ -39,50 +40,9 @@ extern "C" ssize_t readv(int fd, const struct iovec *iov, int count)
 
 namespace {
 
-class Sink : public ConnectionOwner {
-public:
-	void tx_done(void *, uint64_t, uint64_t, size_t, int err) override { errors += err != 0; }
-	void rx_done(void *context, uint64_t, uint64_t, void *, size_t len, uint64_t, int err,
-		     size_t) override
-	{
-		received.push_back(context);
-		lengths.push_back(len);
-		errors += err != 0;
-	}
-	void remote_done(uint64_t) override {}
-	int remote_access(uint64_t, uint64_t, uint64_t, uint64_t, uint8_t **, uint64_t *) override
-	{
-		return -FI_EACCES;
-	}
-	bool region_alive(uint64_t, uint64_t) override { return false; }
-	void connection_lost(int) override { ++lost; }
-
-	std::vector<void *> received;
-	std::vector<size_t> lengths;
-	int errors = 0, lost = 0;
-};
-
-struct Pair {
-	Pair()
-	{
-		int sv[2];
-		EXPECT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
-		for (int fd : sv)
-			fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-		// Room for a whole window in the socket before the receiver reads.
-		int big = 1 << 20;
-		setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
-		setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
-		Limits limits;
-		limits.tx_size = 64;
-		limits.rx_size = 64;
-		a = std::make_unique<Connection>(oa, limits);
-		b = std::make_unique<Connection>(ob, limits);
-		a->attach(sv[0]);
-		b->attach(sv[1]);
-	}
-	Sink oa, ob;
-	std::unique_ptr<Connection> a, b;
+// Room for a whole window in the socket before the receiver reads.
+struct Pair : tcp_test::SinkPair {
+	Pair() : SinkPair(1 << 20) {}
 };
 
 PostArgs message(const void *buf, size_t len, iovec *iov)

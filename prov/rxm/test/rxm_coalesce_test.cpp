@@ -11,6 +11,7 @@
 #include <rdma/fi_errno.h>
 
 #include "prov/rxm/test/rxm_test_connections.h"
+#include "test/count_sendmsg.h"
 
 #include <gtest/gtest.h>
 
@@ -23,17 +24,7 @@
 #include <string>
 #include <vector>
 
-namespace {
-int sendmsg_calls = 0;
-}
-
-// Counts, then does what libc's sendmsg does (this program links the library statically,
-// so tcp's calls come here).
-extern "C" ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
-{
-	++sendmsg_calls;
-	return syscall(SYS_sendmsg, fd, msg, flags);
-}
+using test_count::sendmsg_calls;
 
 namespace {
 

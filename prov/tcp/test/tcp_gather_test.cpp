@@ -3,6 +3,7 @@
 // burst of sends posted in one progress pass leaves together (send coalescing).
 #include "prov/tcp/tcp_connection.h"
 #include "prov/tcp/test/tcp_sink_pair.h"
+#include "test/count_sendmsg.h"
 #include "prov/tcp/test/tcp_test_pair.h"
 
 #include <rdma/fi_errno.h>
@@ -21,16 +22,7 @@
 
 using namespace tcp;
 
-namespace {
-int sendmsg_calls = 0;
-}
-
-// Counts, then does what libc's sendmsg does.
-extern "C" ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
-{
-	++sendmsg_calls;
-	return syscall(SYS_sendmsg, fd, msg, flags);
-}
+using test_count::sendmsg_calls;
 
 namespace {
 

@@ -185,11 +185,10 @@ void ProgressEngine::progress()
 	if (valid()) {
 		++depth_;
 		bool busy = hot_count_ && poll_hot();
-		if (epoll_due(busy))
-			dispatch_epoll();
-		else
-			probed_quiet_ = false;
-		if (busy)
+		bool asked = epoll_due(busy);
+		if (asked)
+			dispatch_epoll(); // sets probed_quiet_ from what epoll reported
+		if (!asked || busy)
 			probed_quiet_ = false;
 		if (--depth_ == 0)
 			retired_.clear();

@@ -20,9 +20,6 @@
 #include <dirent.h>
 #include <sys/stat.h>
 #include <netinet/in.h>
-#include <linux/tcp.h> // tcp_info with the byte counters (glibc's lacks them)
-#include <linux/sockios.h> // SIOCOUTQ
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -78,6 +78,10 @@ RxmDomain::RxmDomain(RxmFabric &fabric, const struct fi_info *info, void *contex
 	  rx_hold_(core_ops<ofi_rx_hold_ops>(core_.get(), OFI_RX_HOLD_OPS_NAME)),
 	  quiet_(core_ops<ofi_quiet_ops>(core_.get(), OFI_QUIET_OPS_NAME))
 {
+	// rxm marks with FI_MORE the sends its application will come back for (bursts it
+	// wants coalesced); any other send of its core must leave at once (send_hold_ops.h).
+	if (auto *hold = core_ops<ofi_send_hold_ops>(core_.get(), OFI_SEND_HOLD_OPS_NAME))
+		core_holds_more_ = hold->hold_only_more(core_.get()) == 0;
 	install_ops<RxmDomain>();
 }
 

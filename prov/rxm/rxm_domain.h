@@ -13,6 +13,7 @@
 
 #include "prov/util/flow_ctrl_ops.h"
 #include "prov/util/quiet_ops.h"
+#include "prov/util/send_hold_ops.h"
 #include "prov/util/rx_hold_ops.h"
 
 #include <atomic>
@@ -62,6 +63,8 @@ public:
 	const struct ofi_rx_hold_ops *rx_hold() const { return rx_hold_; }
 	// The core's "this connection stays quiet" hint (our tcp), or nullptr.
 	const struct ofi_quiet_ops *quiet() const { return quiet_; }
+	// The core holds FI_MORE sends for its next pass, and only those (send_hold_ops.h).
+	bool core_holds_more() const { return core_holds_more_; }
 
 	// Same-host peers (rxm_shm_domain.cpp, README.md "Same-host peers over shm"): the shm
 	// fabric and domain every endpoint's shm side uses, opened on first use. MRs are per
@@ -125,6 +128,7 @@ private:
 	std::atomic<bool> bind_refusal_logged_{false};
 	struct ofi_rx_hold_ops *rx_hold_ = nullptr;
 	struct ofi_quiet_ops *quiet_ = nullptr;
+	bool core_holds_more_ = false;
 	// Guards mrs_ and the opening of the shm domain (an MR registered meanwhile gets its
 	// twin either from mr_regattr or from twin_registered_mrs, never from both or neither).
 	std::mutex mr_lock_;

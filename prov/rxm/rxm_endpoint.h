@@ -236,8 +236,11 @@ private:
 	bool send_control(RxmConn *conn, WireOp op, uint64_t msg_id, uint16_t flags = 0);
 	// Sends buf's header followed by [from, from + len) of the iov straight from the
 	// application's memory (fi_sendv); -FI_E2BIG when that needs more core iovs than allowed.
+	// more: FI_MORE, the core may hold it for the next pass (may_hold_for_app).
 	ssize_t send_direct(RxmConn *conn, TxBuffer *buf, const struct iovec *iov, size_t count,
-			    uint64_t from, size_t len);
+			    uint64_t from, size_t len, bool more);
+	// buf's len bytes by fi_send, or by fi_sendmsg with FI_MORE when more.
+	ssize_t send_buffer(RxmConn *conn, TxBuffer *buf, void *desc, bool more);
 	ssize_t rma_common(const struct fi_msg_rma *msg, uint64_t flags, bool is_write);
 	void on_remote_write(const struct fi_cq_data_entry &comp);
 	int translate_desc(const struct iovec *iov, void **app_desc, size_t count, uint64_t access,
@@ -375,7 +378,7 @@ private:
 	// Real unless the domain's application serialises its calls and no rxm thread runs
 	// (set in the constructor, util's policy: prov/util/lock.h).
 	util::Lock lock_;
-	// progress() calls, and the one during which the last small message went to the core:
+	// progress() calls, and the one during which the last eager message went to the core:
 	// a second one in the same interval is part of a burst (send_for_coalescing).
 	uint64_t progress_passes_ = 0;
 	uint64_t last_small_send_pass_ = ~uint64_t{0};
@@ -441,7 +444,10 @@ private:
 	void handle_shm_offer(RxmConn *conn, std::span<const uint8_t> payload);
 	void handle_shm_moved(RxmConn *conn);
 	void quiet_core_if_moved(RxmConn *conn); // both directions on shm: core hint (quiet_ops.h)
-	// A small message the core could inject goes by fi_send instead (rxm_send.cpp).
+	// Whether op's core sends may carry FI_MORE: its application will read the completion,
+	// which runs the pass that sends them (rxm_send.cpp).
+	bool may_hold_for_app(const TxOp *op, const RxmConn *conn) const;
+	// The second or later eager message of a burst that may be held: FI_MORE, no inject.
 	bool send_for_coalescing(const TxOp *op, const RxmConn *conn);
 	void handle_shm_connreq(const struct fi_eq_cm_entry *entry, size_t data_len);
 	void handle_shm_event(uint32_t event, const struct fi_eq_cm_entry *entry, size_t len);

@@ -383,17 +383,16 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 		// are unsignalled, their slots reaped by later signalled ones), which keep fi_send.
 		bool injected = false;
 		ssize_t ret;
+		bool more = send_for_coalescing(op, conn);
 		if (op->zero_copy) {
-			ret = send_direct(conn, buf, op->iov, op->iov_count, 0, op->total_len);
+			ret = send_direct(conn, buf, op->iov, op->iov_count, 0, op->total_len, more);
 		} else {
-			if (!domain_->flow_ctrl() && (op->core_inject || op->kind == TxKind::control) &&
+			if (!more && !domain_->flow_ctrl() &&
+			    (op->core_inject || op->kind == TxKind::control) &&
 			    buf->len <= inject_size_of(conn->tx_on_shm ? shm_->info
-								    : domain_->core_info()) &&
-			    !send_for_coalescing(op, conn))
+								    : domain_->core_info()))
 				injected = fi_inject(tx_ep(conn), buf->data, buf->len, 0) == 0;
-			ret = injected ? 0
-				       : fi_send(tx_ep(conn), buf->data, buf->len, tx_desc, 0,
-						 &buf->core);
+			ret = injected ? 0 : send_buffer(conn, buf, tx_desc, more);
 		}
 		if (ret == -FI_EAGAIN) {
 			return_send_credit(conn);
@@ -444,16 +443,19 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 				h.flags |= wire_flag::last_segment;
 			encode_header(h, buf->data);
 			buf->op = op;
+			// The first segment may start a burst's hold; the rest of a message whose
+			// completion the application will read may wait for that read's pass.
+			bool more = op->queued_len == 0 ? send_for_coalescing(op, conn)
+							: may_hold_for_app(op, conn);
 			// Segments go from the application's buffers when the core can take them.
 			ssize_t ret = zero_copy_ ? send_direct(conn, buf, op->iov, op->iov_count,
-							       op->queued_len, n)
+							       op->queued_len, n, more)
 						 : -FI_E2BIG;
 			if (ret == -FI_E2BIG) {
 				gather(op->iov, op->iov_count, op->queued_len,
 				       buf->data + kWireHeaderSize, n);
 				buf->len = kWireHeaderSize + n;
-				ret = fi_send(tx_ep(conn), buf->data, buf->len, tx_desc, 0,
-					      &buf->core);
+				ret = send_buffer(conn, buf, tx_desc, more);
 			}
 			if (ret == -FI_EAGAIN) {
 				free_tx_buffer(buf);
@@ -577,8 +579,31 @@ void RxmEndpoint::fail_op(TxOp *op, int err)
 	maybe_finish(op);
 }
 
+// FI_MORE lets a core that coalesces (tcp) hold the send for its next pass; rxm asked it
+// to hold nothing else (prov/util/send_hold_ops.h).
+static ssize_t send_core(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
+			 void *context, bool more)
+{
+	if (!more)
+		return fi_sendv(ep, iov, desc, count, 0, context);
+	struct fi_msg msg = {};
+	msg.msg_iov = iov;
+	msg.desc = desc;
+	msg.iov_count = count;
+	msg.context = context;
+	return fi_sendmsg(ep, &msg, FI_MORE | FI_COMPLETION);
+}
+
+ssize_t RxmEndpoint::send_buffer(RxmConn *conn, TxBuffer *buf, void *desc, bool more)
+{
+	if (!more)
+		return fi_send(tx_ep(conn), buf->data, buf->len, desc, 0, &buf->core);
+	iovec iov{buf->data, buf->len};
+	return send_core(tx_ep(conn), &iov, &desc, 1, &buf->core, true);
+}
+
 ssize_t RxmEndpoint::send_direct(RxmConn *conn, TxBuffer *buf, const struct iovec *iov,
-				 size_t count, uint64_t from, size_t len)
+				 size_t count, uint64_t from, size_t len, bool more)
 {
 	iovec pieces[kMaxCoreIov];
 	void *desc[kMaxCoreIov] = {};
@@ -587,7 +612,7 @@ ssize_t RxmEndpoint::send_direct(RxmConn *conn, TxBuffer *buf, const struct iove
 	if (!slice_iov(iov, count, from, len, pieces + 1, tx_iov_limit(conn) - 1, &used))
 		return -FI_E2BIG;
 	buf->len = kWireHeaderSize; // the header; the payload stays in the application's memory
-	return fi_sendv(tx_ep(conn), pieces, desc, used + 1, 0, &buf->core);
+	return send_core(tx_ep(conn), pieces, desc, used + 1, &buf->core, more);
 }
 
 bool RxmEndpoint::send_control(RxmConn *conn, WireOp wire_op, uint64_t msg_id, uint16_t flags)
@@ -628,18 +653,27 @@ ssize_t RxmEndpoint::sendmsg(const struct fi_msg *msg, uint64_t flags)
 			   msg->data, 0, flags & ~kNoCompletionFlag, false);
 }
 
-// tcp sends a burst (sends posted between two progress passes) in one sendmsg at the next
-// pass, but holds back only sends whose completion its caller will come back for: an inject
-// may be the last call before the application waits on something else. So the second and
-// later small messages of a burst that the application will see a completion for go by
-// fi_send with a core completion (the application's read of it is the pass that sends
-// them); the first of a burst (a ping-pong's every message) and messages nobody waits for
-// are injected and leave at once. Not over shm, which sends at once anyway.
+// tcp can send a burst (sends posted between two progress passes) in one sendmsg at the
+// next pass, holding back the sends rxm marks FI_MORE and nothing else (rxm asked that mode:
+// prov/util/send_hold_ops.h). rxm may mark only sends whose completion the application will
+// read, since that read runs the pass that sends them: an inject, a suppressed completion
+// or rxm's own protocol message may be the last call before the application waits on
+// something else (an out-of-band barrier at the end of a run), and its peer would wait for
+// the held bytes forever. Not over shm, which sends at once anyway, nor while rxm's own
+// progress thread runs (the application need not come back then).
+bool RxmEndpoint::may_hold_for_app(const TxOp *op, const RxmConn *conn) const
+{
+	return op->report && !conn->tx_on_shm && domain_->core_holds_more() &&
+	       !progress_running_.load(std::memory_order_relaxed);
+}
+
+// The second and later eager messages of a burst go with FI_MORE and a core completion; the
+// first of a burst (a ping-pong's every message) goes at once, injected when it is small.
 bool RxmEndpoint::send_for_coalescing(const TxOp *op, const RxmConn *conn)
 {
 	bool burst = last_small_send_pass_ == progress_passes_;
 	last_small_send_pass_ = progress_passes_;
-	return burst && op->report && !conn->tx_on_shm;
+	return burst && may_hold_for_app(op, conn);
 }
 
 ssize_t RxmEndpoint::inject(const void *buf, size_t len, fi_addr_t dest)

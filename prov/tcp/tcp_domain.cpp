@@ -8,6 +8,7 @@
 #include "prov/util/error.h"
 #include "prov/util/quiet_ops.h"
 #include "prov/util/rx_hold_ops.h"
+#include "prov/util/send_hold_ops.h"
 
 #include <cstring>
 
@@ -32,6 +33,18 @@ struct ofi_quiet_ops quiet_ops = {
 	[](struct fid_ep *ep, int quiet) noexcept {
 		auto *e = util::fid_cast<TcpEndpoint>(ep ? &ep->fid : nullptr, FI_CLASS_EP);
 		return e ? e->set_quiet(quiet != 0) : -FI_EINVAL;
+	},
+};
+
+struct ofi_send_hold_ops send_hold_ops = {
+	sizeof(struct ofi_send_hold_ops),
+	[](struct fid_domain *domain) noexcept {
+		auto *d = util::fid_cast<TcpDomain>(domain ? &domain->fid : nullptr,
+						    FI_CLASS_DOMAIN);
+		if (!d)
+			return -FI_EINVAL;
+		d->hold_only_more();
+		return 0;
 	},
 };
 
@@ -84,6 +97,8 @@ int TcpDomain::ops_open(const char *name, uint64_t flags, void **ops, void *)
 		*ops = &rx_hold_ops;
 	else if (std::strcmp(name, OFI_QUIET_OPS_NAME) == 0)
 		*ops = &quiet_ops;
+	else if (std::strcmp(name, OFI_SEND_HOLD_OPS_NAME) == 0)
+		*ops = &send_hold_ops;
 	else
 		return -FI_ENOSYS;
 	return 0;

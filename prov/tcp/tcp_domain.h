@@ -7,6 +7,7 @@
 #include "prov/tcp/tcp_send_flush.h"
 #include "prov/util/domain.h"
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -34,11 +35,16 @@ public:
 	// Whether endpoints may hold sends back at all: FI_TCP_COALESCE_SENDS and manual data
 	// progress (no engine thread that would wait for an fd instead of flushing).
 	bool coalesces_sends() const { return coalesce_sends_; }
+	// OFI_SEND_HOLD_OPS_NAME (prov/util/send_hold_ops.h): hold back only FI_MORE sends,
+	// for a caller (rxm) that cannot promise to come back for every completion it asks.
+	void hold_only_more() { hold_only_more_.store(true, std::memory_order_relaxed); }
+	bool holds_only_more() const { return hold_only_more_.load(std::memory_order_relaxed); }
 
 private:
 	std::vector<uint8_t> auth_key_;
 	SendFlush send_flush_;
 	bool coalesce_sends_ = false;
+	std::atomic<bool> hold_only_more_{false};
 };
 
 } // namespace tcp

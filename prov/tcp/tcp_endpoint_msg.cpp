@@ -27,6 +27,8 @@ bool TcpEndpoint::may_hold_send(uint64_t op_flags)
 	// An application polling a wait fd without fi_trywait (keep_armed) would never flush.
 	if (engine.sleeper_may_wait() || engine.keep_armed())
 		return false;
+	if (tcp_domain().holds_only_more())
+		return (op_flags & FI_MORE) != 0;
 	return follows || (op_flags & FI_MORE);
 }
 

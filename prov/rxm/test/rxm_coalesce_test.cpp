@@ -143,4 +143,32 @@ TEST_F(RxmCoalesce, InjectsLeaveAtOnce)
 	    << server->done.size() << " of " << kCount << " arrived";
 }
 
+// Injects too large for tcp's own inject go to tcp by fi_send with a core completion, and
+// back to back the second follows the first in one pass: tcp held it for the next pass,
+// which never came when the application went on to an out-of-band barrier (fabtests'
+// fi_msg_pingpong -c sread at 4 KiB timed out in the bench: the server's last reply).
+TEST_F(RxmCoalesce, InjectsLargerThanTheCoresLeaveAtOnce)
+{
+	connect();
+	size_t size = std::min<size_t>(info->tx_attr->inject_size, 4096);
+	ASSERT_GT(size, 512u) << "rxm's inject size is the bounce buffer's, above tcp's";
+	constexpr size_t kCount = 4;
+	std::vector<std::string> in(kCount, std::string(size, '\0'));
+	for (auto &buf : in)
+		ASSERT_EQ(0, fi_recv(server->ep, buf.data(), buf.size(), nullptr, FI_ADDR_UNSPEC,
+				     buf.data()));
+	std::vector<std::string> out;
+	for (size_t i = 0; i < kCount; i++)
+		out.push_back(std::string(size, static_cast<char>('a' + i)));
+	for (size_t i = 0; i < kCount; i++)
+		ASSERT_EQ(0, fi_inject(client->ep, out[i].data(), size, to_server));
+	// The client is not called again.
+	EXPECT_TRUE(rxm_test::poll_until(std::vector<Node *>{server.get()},
+					 [&] { return server->done.size() == kCount; },
+					 std::chrono::seconds(5)))
+	    << server->done.size() << " of " << kCount << " arrived";
+	for (size_t i = 0; i < server->done.size(); i++)
+		EXPECT_EQ(out[i], in[i]);
+}
+
 } // namespace

@@ -39,10 +39,12 @@
 #define OFI_PROV_UTIL_WAITABLE_H
 
 #include "prov/util/progress_engine.h"
+#include "prov/util/wait_spin.h"
 
 #include <rdma/fi_eq.h>
 
 #include <poll.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -190,6 +192,7 @@ private:
 	void set_event_fd();
 	void clear_event_fd();
 
+	WaitSpin spin_;  // how long wait_loop polls before it sleeps
 	int event_fd_ = -1;
 	int epoll_fd_ = -1;
 	std::atomic<bool> event_fd_set_{false};
@@ -222,12 +225,30 @@ auto Waitable::wait_loop(Lockable &lock, int timeout_ms, Attempt attempt) -> dec
 {
 	bool infinite = timeout_ms < 0;
 	Clock::time_point deadline = deadline_after(timeout_ms);
+	// Poll first, for as long as spin_ allows (wait_spin.h), then sleep.
+	Clock::time_point start{}, poll_until{};
+	if (spin_.enabled()) {
+		start = Clock::now();
+		poll_until = spin_.until(start);
+		if (!infinite && deadline < poll_until)
+			poll_until = deadline;
+	}
+	bool polled = false, slept = false;
 	for (;;) {
 		auto result = attempt();  // runs progress and tries to read
-		if (result != -FI_EAGAIN)
+		if (result != -FI_EAGAIN) {
+			if (polled && !slept)
+				spin_.caught();
 			return result;
+		}
 		if (take_interrupt())
 			return -FI_EAGAIN;
+		if (!slept && spin_.enabled() && Clock::now() < poll_until) {
+			// On a busy machine the peer we wait for may need this CPU.
+			sched_yield();
+			polled = true;
+			continue;
+		}
 		lock.lock();
 		begin_wait();
 		bool ready = has_events();
@@ -238,6 +259,10 @@ auto Waitable::wait_loop(Lockable &lock, int timeout_ms, Attempt attempt) -> dec
 		}
 		int rc = block_until(deadline, infinite);
 		end_wait();
+		if (!slept && spin_.enabled()) {
+			slept = true;
+			spin_.slept(Clock::now() - start);
+		}
 		if (rc == -FI_EAGAIN) {
 			// One last try: progress may have produced something just now.
 			result = attempt();

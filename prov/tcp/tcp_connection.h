@@ -324,8 +324,10 @@ private:
 	// to 16 KiB with both headers (at 4 KiB, rxm's 4 KiB message, 4200 bytes with the
 	// headers, took a second recv for its last 104 bytes). A payload still missing
 	// kDirectRead bytes or more once the stage is used up goes straight from the socket to
-	// its buffer, with a kStageTail-byte stage behind it (so the next header arrives with
-	// the same call while a stream of large messages is mostly not copied).
+	// its buffer, with a kStageTail-byte stage behind it: the next message's headers (tcp's
+	// and rxm's, 104 bytes) arrive with the same call, so a stream of large messages costs
+	// one read per message, and only those few hundred bytes of each go through the stage
+	// and a copy (a 4 KiB tail copied a quarter of every 16 KiB message).
 	// The stage is one per thread (allocated on its first use); a connection keeps only
 	// unread leftovers. During progress_rx the stage is the thread's shared one; bytes left
 	// in it when the call ends move to `kept_` (allocated only then and of just that size),
@@ -334,7 +336,7 @@ private:
 	// socket once they are used up: a window read at once and handed out one receive at a
 	// time (rxm reposts each shared buffer after use) is not copied again per message.
 	static constexpr size_t kStageSize = 16384 + 512;
-	static constexpr size_t kStageTail = 4096;
+	static constexpr size_t kStageTail = 512;
 	static constexpr size_t kDirectRead = 4096;
 	enum class StageKind : uint8_t { none, kept, shared, own };
 	uint8_t *stage_ = nullptr;

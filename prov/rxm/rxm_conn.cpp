@@ -763,6 +763,9 @@ void RxmEndpoint::finish_core_held(RxmConn *conn, int err)
 		     (op.kind == TxKind::rndv && op.writing)))
 			on_rma_done(&op, err);
 	for (RecvOp &op : recvs_)
+		if (op.in_use && op.conn == conn && op.direct_in_core)
+			on_direct_recv(&op, 0, err); // the core dropped it with the endpoint
+	for (RecvOp &op : recvs_)
 		if (op.in_use && op.conn == conn && op.reads_outstanding) {
 			op.reads_outstanding = 0;
 			conn->reads_in_core = 0;

@@ -326,6 +326,7 @@ int RxmEndpoint::open_srx()
 		if (ret)
 			return static_cast<int>(ret);
 	}
+	start_direct_recv();
 	return 0;
 }
 
@@ -477,6 +478,7 @@ bool RxmEndpoint::core_may_sleep()
 
 void RxmEndpoint::shutdown_all()
 {
+	stop_direct_recv(); // first: the core offers nothing more while the rest goes
 	unregister_wait_sources();
 	for (auto &conn : conns_)
 		if (conn) {
@@ -516,6 +518,7 @@ void RxmEndpoint::shutdown_all()
 		fi_close(&srx_mr_->fid);
 	srx_mr_ = nullptr;
 	srx_buffers_.clear();
+	srx_reposts_.clear();
 	srx_slab_.release();
 	if (tx_mr_)
 		fi_close(&tx_mr_->fid);
@@ -717,8 +720,12 @@ size_t RxmEndpoint::drain_cq(struct fid_cq *cq)
 			switch (ctx->kind) {
 			case CoreOpKind::rx_buffer: {
 				// Flushed receive of a closing connection: nothing to repost.
+				on_srx_buffer_back(reinterpret_cast<RxBuffer *>(ctx));
 				break;
 			}
+			case CoreOpKind::rx_direct:
+				on_direct_recv(static_cast<RecvOp *>(ctx->owner), 0, code);
+				break;
 			case CoreOpKind::tx_buffer:
 				on_tx_buffer_done(reinterpret_cast<TxBuffer *>(ctx), code);
 				break;
@@ -734,6 +741,10 @@ size_t RxmEndpoint::drain_cq(struct fid_cq *cq)
 		if (n <= 0)
 			break;
 		handled += static_cast<size_t>(n);
+		// Shared buffers go back to the core once the whole batch is handled (see
+		// repost_srx_batch).
+		bool outer = batching_srx_reposts_;
+		batching_srx_reposts_ = direct_recv_;
 		for (ssize_t i = 0; i < n; i++) {
 			if (comps[i].flags & FI_REMOTE_WRITE) {
 				on_remote_write(comps[i]);
@@ -746,6 +757,9 @@ size_t RxmEndpoint::drain_cq(struct fid_cq *cq)
 			case CoreOpKind::rx_buffer:
 				on_rx_buffer(reinterpret_cast<RxBuffer *>(ctx), comps[i].len);
 				break;
+			case CoreOpKind::rx_direct:
+				on_direct_recv(static_cast<RecvOp *>(ctx->owner), comps[i].len, 0);
+				break;
 			case CoreOpKind::tx_buffer:
 				on_tx_buffer_done(reinterpret_cast<TxBuffer *>(ctx), 0);
 				break;
@@ -757,6 +771,8 @@ size_t RxmEndpoint::drain_cq(struct fid_cq *cq)
 				break;
 			}
 		}
+		batching_srx_reposts_ = outer;
+		repost_srx_batch();
 		if (n < 16)
 			break;
 	}

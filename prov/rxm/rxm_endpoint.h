@@ -23,6 +23,7 @@
 #include "prov/rxm/rxm_ops.h"
 #include "prov/util/endpoint.h"
 #include "prov/util/lock.h"
+#include "prov/util/rx_place_ops.h"
 
 #include <rdma/fabric.h>
 #include <rdma/fi_atomic.h>
@@ -279,6 +280,19 @@ private:
 	void consume_unexpected(RecvOp *op, Unexpected *u);
 	size_t place(RecvOp *op, uint64_t offset, std::span<const uint8_t> bytes);
 	void complete_recv(RecvOp *op);
+	// Direct receives (rxm_direct_recv.cpp): the core offers each message on the shared
+	// receive context before placing it; an eager one matching a posted receive goes
+	// straight into it.
+	static int offer_direct_thunk(void *arg, struct ofi_rx_place_request *req) noexcept;
+	int offer_direct(struct ofi_rx_place_request *req);
+	bool take_direct(struct ofi_rx_place_request *req, size_t taker);
+	size_t srx_index(const void *rx_context) const;
+	void mark_srx_in_core(size_t index);
+	void on_srx_buffer_back(RxBuffer *buf);
+	void on_direct_recv(RecvOp *op, size_t len, int err);
+	void start_direct_recv();
+	void stop_direct_recv();
+	void repost_srx_batch();
 	void start_rndv_reads(RecvOp *op, const uint64_t *cma_addr);
 	void post_pending_reads();
 	void on_rndv_read_done(RecvOp *op, int err);
@@ -536,6 +550,15 @@ private:
 	Slab srx_slab_;
 	std::vector<RxBuffer> srx_buffers_;
 	struct fid_mr *srx_mr_ = nullptr;
+	// Per shared buffer: the core put a message in it that rxm has not handled yet. Set in
+	// the core's progress (possibly another thread's, see offer_direct), cleared when
+	// handled. A message is placed directly only while none is set: an earlier one of the
+	// same peer must be matched first.
+	std::unique_ptr<std::atomic<bool>[]> srx_in_core_;
+	bool direct_recv_ = false; // the placer is registered with the core
+	// Within a batch of core completions: shared buffers wait in srx_reposts_.
+	bool batching_srx_reposts_ = false;
+	std::vector<RxBuffer *> srx_reposts_;
 	std::deque<RecvOp *> pending_reads_;
 	// Earliest deadline of a rendezvous read in the core (epoch: none); at or after it,
 	// progress looks for reads their peer did not serve (expire_rndv_reads).

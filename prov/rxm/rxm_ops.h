@@ -34,7 +34,8 @@ constexpr size_t kControlBufferReserve = 16;
 // Internal flag on send paths: fi_inject* never generate a completion.
 constexpr uint64_t kNoCompletionFlag = 1ULL << 63;
 
-enum class CoreOpKind : uint8_t { rx_buffer, tx_buffer, rma, rndv_read };
+// rx_direct: an eager message the core places straight into a RecvOp (rxm_direct_recv.cpp).
+enum class CoreOpKind : uint8_t { rx_buffer, tx_buffer, rma, rndv_read, rx_direct };
 
 struct CoreContext {
 	fi_context2 core_reserved; // the core may use this (FI_CONTEXT/FI_CONTEXT2 modes)
@@ -150,6 +151,10 @@ struct RecvOp {
 	fid_mr *own_shm_mr[kRndvMaxSegments]; // shm twins (buffer exposed on a moved connection)
 	size_t own_mr_count;
 	int error;
+	// Direct receive: the core is placing the message here (core.kind rx_direct); the
+	// message's rxm header lands in `head`, its payload in iov.
+	bool direct_in_core;
+	uint8_t head[kWireHeaderSize];
 	RecvOp *next_free;
 };
 

@@ -56,6 +56,11 @@ void define_params()
 			"Post receive buffers once per endpoint to a shared receive context of the "
 			"core provider instead of msg_rx_size buffers per connection, so memory does "
 			"not grow with peers; cores without shared contexts fall back (default: yes).");
+	fi_param_define(&rxm_prov, "direct_recv", FI_PARAM_BOOL,
+			"With a shared receive context of a core that offers it (tcp), have an "
+			"eager message that matches a posted receive placed by the core straight "
+			"into that receive instead of into a receive buffer copied out after "
+			"(default: yes).");
 	fi_param_define(&rxm_prov, "data_auto_progress", FI_PARAM_BOOL,
 			"Progress data transfers from a background thread even when the "
 			"application asked for manual progress (default: no).");
@@ -117,6 +122,8 @@ void read_params()
 		g_params.use_shm = b != 0;
 	if (fi_param_get_bool(&rxm_prov, "use_srx", &b) == 0)
 		g_params.use_srx = b != 0;
+	if (fi_param_get_bool(&rxm_prov, "direct_recv", &b) == 0)
+		g_params.direct_recv = b != 0;
 	if (fi_param_get_bool(&rxm_prov, "data_auto_progress", &b) == 0)
 		g_params.data_auto_progress = b != 0;
 	int timeout;

@@ -42,6 +42,9 @@ struct RxmParams {
 	// have it on.
 	bool use_shm = true; // over cores the switch works over (RxmEndpoint::shm_wanted)
 	bool use_srx = true;         // one shared receive context per endpoint when the core has it
+	// Eager messages matching a posted receive placed by the core straight into it (cores
+	// offering rx_place_ops.h on their shared receive contexts: our tcp).
+	bool direct_recv = true;
 	bool data_auto_progress = false;
 	int conn_timeout_s = 30;     // connection setup limit; 0: wait as long as it takes
 	// A rendezvous read the peer does not serve for this long fails its receive with

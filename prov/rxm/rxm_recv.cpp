@@ -387,6 +387,10 @@ ssize_t RxmEndpoint::cancel_queued_send(void *context)
 bool RxmEndpoint::repost(RxBuffer *buf)
 {
 	RxmConn *conn = buf->conn;
+	if (!conn && batching_srx_reposts_) {
+		srx_reposts_.push_back(buf); // reserved for all of them: no allocation
+		return false;
+	}
 	if (!conn) {
 		// A shared buffer: back to the endpoint's shared receive context.
 		void *desc = srx_mr_ ? fi_mr_desc(srx_mr_) : nullptr;
@@ -418,6 +422,8 @@ bool RxmEndpoint::repost(RxBuffer *buf)
 
 void RxmEndpoint::on_rx_buffer(RxBuffer *buf, size_t len)
 {
+	if (!buf->conn)
+		on_srx_buffer_back(buf); // handled now: later messages may be placed directly
 	WireHeader hdr;
 	std::span<const uint8_t> message(buf->data, len);
 	bool malformed = decode_message(message, &hdr) != 0;

@@ -74,7 +74,13 @@ int decode_message(std::span<const uint8_t> message, WireHeader *hdr)
 {
 	if (message.size() < kWireHeaderSize)
 		return -FI_EIO;
-	const uint8_t *p = message.data();
+	return decode_message_header(message.data(), message.size(), hdr);
+}
+
+int decode_message_header(const uint8_t *p, size_t message_size, WireHeader *hdr)
+{
+	if (message_size < kWireHeaderSize)
+		return -FI_EIO;
 	WireHeader h;
 	h.version = get_u8(p + 0);
 	uint8_t op = get_u8(p + 1);
@@ -94,7 +100,7 @@ int decode_message(std::span<const uint8_t> message, WireHeader *hdr)
 	h.op = static_cast<WireOp>(op);
 	if (h.flags & ~wire_flag::all)
 		return -FI_EIO;
-	if (h.payload_len != message.size() - kWireHeaderSize)
+	if (h.payload_len != message_size - kWireHeaderSize)
 		return -FI_EIO;
 	if (!header_is_consistent(h))
 		return -FI_EIO;

@@ -68,6 +68,9 @@ void encode_header(const WireHeader &hdr, uint8_t *out);
 // Decodes and validates one received core message (header plus payload). Returns 0 or -FI_EIO
 // when the bytes are not a well-formed rxm message.
 int decode_message(std::span<const uint8_t> message, WireHeader *hdr);
+// The same checks from the header alone (kWireHeaderSize bytes at `header`) of a message of
+// message_size bytes whose payload has not arrived yet.
+int decode_message_header(const uint8_t *header, size_t message_size, WireHeader *hdr);
 
 // msg_id of a delivery_ack that acknowledges nothing: a liveness probe (rxm_conn.cpp), sent
 // to provoke a transport error on a connection whose peer may be gone. Receivers ignore it.

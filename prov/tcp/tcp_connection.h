@@ -9,6 +9,7 @@
 #include "prov/tcp/tcp_iov_cursor.h"
 #include "prov/tcp/tcp_lazy_pool.h"
 #include "prov/tcp/tcp_wire.h"
+#include "prov/util/rx_place_ops.h"
 
 #include <rdma/fabric.h>
 #include <rdma/fi_rma.h>
@@ -116,11 +117,20 @@ private:
 	uint32_t generation_ = 1;
 };
 
+// The owner of a shared receive context who is offered every message first
+// (prov/util/rx_place_ops.h): it may take the message into buffers of its own.
+struct RxPlacer {
+	ofi_rx_place_fn place = nullptr;
+	void *arg = nullptr;
+	size_t head_len = 0;
+};
+
 // Posted receives in order: a connection's own, or those of a shared receive context
 // (TcpSrx) that several connections take from.
 class RxQueue {
 public:
 	explicit RxQueue(size_t capacity) : entries_(capacity) {}
+	RxPlacer placer; // shared contexts only
 	// Checks and queues a receive: 0, -FI_EINVAL or -FI_EAGAIN (full).
 	int post(const iovec *iov, size_t count, void *context, uint64_t op_flags);
 	RxEntry *head() const { return head_; }
@@ -236,7 +246,8 @@ private:
 	// parked_); it takes one again when its socket has data (`parked_waiting`: it has data,
 	// no receive is free, the socket is not read until one is posted).
 	enum class RxState { header, pending, payload, parked, parked_waiting };
-	enum class RxTarget { message, write, read_response, discard };
+	// `placed`: a message the shared context's placer took into its own buffers.
+	enum class RxTarget { message, placed, write, read_response, discard };
 
 	void enqueue(TxEntry *e);
 	// One sendmsg carries at most this many buffers (well under IOV_MAX) and stops adding
@@ -264,6 +275,11 @@ private:
 	// State `parked`: takes a shared receive again once the socket has data.
 	bool resume_parked();
 	void fill_from_receive(RxEntry *r, uint64_t size);
+	// Offers the message whose header was just read to the shared context's placer (r: the
+	// receive it takes otherwise); true when the placer took it (into_ is then its buffers).
+	bool offer_to_placer(RxEntry *r, bool may_take);
+	// A placed message the stream will not finish: its taker hears of it (FI_ECANCELED).
+	void cancel_placed();
 	// Reads into the current target; returns false when the socket has no more data.
 	bool read_payload();
 	bool read_header();
@@ -308,6 +324,7 @@ private:
 	RxEntry *matched_ = nullptr;  // receive being filled
 	bool matched_taken_ = false;  // unlinked from a shared queue while being filled
 	void *matched_buf_ = nullptr;
+	void *placed_context_ = nullptr; // RxTarget::placed: the completion's context
 	int write_status_ = 0;
 	std::unique_ptr<uint8_t[]> parked_;  // placed bytes of a parked message
 	size_t parked_len_ = 0;

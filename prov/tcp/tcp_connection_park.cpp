@@ -114,6 +114,7 @@ bool Connection::resume_parked()
 	parked_len_ = 0;
 	parked_got_ = 0;
 	uint64_t size = message_size_;
+	offer_to_placer(r, false); // the placer only hears which receive it takes
 	fill_from_receive(r, size);
 	// Had it begun dropping bytes (its first receive was full), the new receive holds
 	// just what the first did: the completion reports the same truncation.

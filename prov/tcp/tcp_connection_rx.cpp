@@ -85,6 +85,9 @@ void Connection::use_shared_rx(RxQueue *queue)
 		rxq_->push_front(matched_);
 		reset_rx();
 	}
+	// A message being placed for the placer is dropped silently (closing: fi_endpoint).
+	if (rx_state_ == RxState::payload && target_ == RxTarget::placed)
+		reset_rx();
 	rxq_ = queue ? queue : &own_rx_;
 }
 
@@ -133,6 +136,7 @@ void Connection::reset_rx()
 	header_got_ = 0;
 	matched_ = nullptr;
 	matched_taken_ = false;
+	placed_context_ = nullptr;
 	discard_left_ = 0;
 	into_.clear();
 	parked_.reset();
@@ -365,6 +369,11 @@ bool Connection::start_message()
 	RxEntry *r = rxq_->head();
 	if (!r && shared_rx() && reclaim_shared_receive())
 		r = rxq_->head();
+	if (offer_to_placer(r, true)) {
+		if (into_.done() && discard_left_ == 0)
+			finish_payload();
+		return true;
+	}
 	if (!r) {
 		// Backpressure: the data stays in the socket until a receive is posted.
 		if (shared_rx())
@@ -375,6 +384,47 @@ bool Connection::start_message()
 	if (into_.done() && discard_left_ == 0)
 		finish_payload();
 	return true;
+}
+
+bool Connection::offer_to_placer(RxEntry *r, bool may_take)
+{
+	const RxPlacer &placer = rxq_->placer;
+	if (!placer.place || !shared_rx())
+		return false;
+	ofi_rx_place_request req{};
+	req.msg_len = header_.size;
+	// The head is in the stage whenever the header came with it (nearly always: a header
+	// arrives with the bytes behind it); otherwise the placer only hears where it goes.
+	if (may_take && header_.size >= placer.head_len && staged() >= placer.head_len)
+		req.head = stage_ + stage_pos_;
+	req.rx_context = r ? r->context : nullptr;
+	req.may_take = may_take;
+	if (placer.place(placer.arg, &req) != 1 || !may_take)
+		return false;
+	into_.clear();
+	for (size_t i = 0; i < req.iov_count && i < OFI_RX_PLACE_MAX_IOV; i++)
+		into_.append(req.iov[i].iov_base, req.iov[i].iov_len);
+	if (into_.remaining() > header_.size)
+		into_.truncate(header_.size);
+	matched_ = nullptr;
+	matched_taken_ = false;
+	matched_buf_ = req.iov_count ? req.iov[0].iov_base : nullptr;
+	placed_context_ = req.context;
+	placed_ = into_.remaining(); // short only if the placer gave too little room
+	discard_left_ = header_.size - placed_;
+	message_size_ = header_.size;
+	target_ = RxTarget::placed;
+	rx_state_ = RxState::payload;
+	return true;
+}
+
+void Connection::cancel_placed()
+{
+	if (rx_state_ != RxState::payload || target_ != RxTarget::placed)
+		return;
+	void *context = placed_context_;
+	reset_rx();
+	owner_.rx_done(context, FI_COMPLETION, FI_RECV | FI_MSG, nullptr, 0, 0, FI_ECANCELED, 0);
 }
 
 void Connection::fill_from_receive(RxEntry *r, uint64_t size)
@@ -569,6 +619,7 @@ void Connection::finish_payload()
 	bool taken = matched_taken_;
 	TxEntry *read = read_;
 	read_ = nullptr;
+	void *placed_context = placed_context_;
 	reset_rx();
 
 	switch (target) {
@@ -595,6 +646,15 @@ void Connection::finish_payload()
 			rxq_->push_front(r); // shared contexts refuse multi-receive; never stranded
 		}
 		owner_.rx_done(context, op_flags, flags, matched_buf_, placed_, h.cq_data,
+			       truncated ? FI_ETRUNC : 0, message_size_ - placed_);
+		break;
+	}
+	case RxTarget::placed: {
+		bool truncated = placed_ < message_size_;
+		uint64_t flags = FI_RECV | FI_MSG;
+		if (h.flags & kWireFlagRemoteData)
+			flags |= FI_REMOTE_CQ_DATA;
+		owner_.rx_done(placed_context, FI_COMPLETION, flags, matched_buf_, placed_, h.cq_data,
 			       truncated ? FI_ETRUNC : 0, message_size_ - placed_);
 		break;
 	}

@@ -371,6 +371,7 @@ void Connection::stop()
 	// A shared receive this stream was filling was never completed: it stays posted.
 	if (matched_taken_ && matched_)
 		rxq_->push_front(matched_);
+	cancel_placed();
 	reset_rx();
 	response_pool_.for_each_in_use([this](TxEntry *e) { response_pool_.put(e); });
 	tx_pool_.for_each_in_use([this](TxEntry *e) { complete_tx(e, FI_ECANCELED); });

@@ -9,6 +9,7 @@
 #include "prov/util/quiet_ops.h"
 #include "prov/util/rx_hold_ops.h"
 #include "prov/util/send_hold_ops.h"
+#include "prov/util/rx_place_ops.h"
 
 #include <cstring>
 
@@ -45,6 +46,14 @@ struct ofi_send_hold_ops send_hold_ops = {
 			return -FI_EINVAL;
 		d->hold_only_more();
 		return 0;
+	},
+};
+
+struct ofi_rx_place_ops rx_place_ops = {
+	sizeof(struct ofi_rx_place_ops),
+	[](struct fid_ep *srx, size_t head_len, ofi_rx_place_fn place, void *arg) noexcept {
+		auto *s = util::fid_cast<TcpSrx>(srx ? &srx->fid : nullptr, FI_CLASS_SRX_CTX);
+		return s ? s->set_placer(head_len, place, arg) : -FI_EINVAL;
 	},
 };
 
@@ -99,6 +108,8 @@ int TcpDomain::ops_open(const char *name, uint64_t flags, void **ops, void *)
 		*ops = &quiet_ops;
 	else if (std::strcmp(name, OFI_SEND_HOLD_OPS_NAME) == 0)
 		*ops = &send_hold_ops;
+	else if (std::strcmp(name, OFI_RX_PLACE_OPS_NAME) == 0)
+		*ops = &rx_place_ops;
 	else
 		return -FI_ENOSYS;
 	return 0;

@@ -10,6 +10,8 @@ namespace tcp {
 namespace {
 
 constexpr uint64_t kSrxRecvFlags = FI_COMPLETION | FI_MORE | FI_MSG | FI_RECV;
+// A placer's head must arrive with its message's header: well within the stage tail.
+constexpr size_t kMaxPlacerHead = 256;
 
 size_t queue_size(const struct fi_rx_attr *attr)
 {
@@ -65,6 +67,15 @@ ssize_t TcpSrx::post(const struct iovec *iov, size_t count, void *context, uint6
 		starved_.pop_front();
 		ep->resume_rx();
 	}
+	return 0;
+}
+
+int TcpSrx::set_placer(size_t head_len, ofi_rx_place_fn place, void *arg)
+{
+	if (place && head_len > kMaxPlacerHead)
+		return -FI_EINVAL;
+	util::LockGuard guard(domain_.lock());
+	queue_.placer = place ? RxPlacer{place, arg, head_len} : RxPlacer{};
 	return 0;
 }
 

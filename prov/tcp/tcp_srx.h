@@ -37,6 +37,9 @@ public:
 	ssize_t cancel(void *context);
 	ssize_t rx_size_left();
 
+	// prov/util/rx_place_ops.h: who is offered every message first (place NULL: nobody).
+	int set_placer(size_t head_len, ofi_rx_place_fn place, void *arg);
+
 	// For bound endpoints, called with the domain lock held.
 	RxQueue &queue() { return queue_; }
 	void starved(TcpEndpoint *ep);  // resume ep when a receive is posted

@@ -140,7 +140,7 @@ bool RxmEndpoint::take_direct(struct ofi_rx_place_request *req, size_t taker)
 	start_message(op, conn, hdr);
 	op->core.kind = CoreOpKind::rx_direct;
 	op->direct_in_core = true;
-	req->iov[0] = {op->head, kWireHeaderSize};
+	req->iov[0] = {direct_header_sink_, kWireHeaderSize};
 	size_t n = 1;
 	uint64_t left = hdr.total_len;
 	for (size_t i = 0; i < op->iov_count && left; i++) {

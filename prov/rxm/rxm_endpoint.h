@@ -556,6 +556,9 @@ private:
 	// same peer must be matched first.
 	std::unique_ptr<std::atomic<bool>[]> srx_in_core_;
 	bool direct_recv_ = false; // the placer is registered with the core
+	// Where the core puts the rxm header of a message it places directly: decoded at the
+	// offer already, never read (written under the core domain's lock only).
+	uint8_t direct_header_sink_[kWireHeaderSize];
 	// Within a batch of core completions: shared buffers wait in srx_reposts_.
 	bool batching_srx_reposts_ = false;
 	std::vector<RxBuffer *> srx_reposts_;

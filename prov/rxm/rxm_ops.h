@@ -151,10 +151,8 @@ struct RecvOp {
 	fid_mr *own_shm_mr[kRndvMaxSegments]; // shm twins (buffer exposed on a moved connection)
 	size_t own_mr_count;
 	int error;
-	// Direct receive: the core is placing the message here (core.kind rx_direct); the
-	// message's rxm header lands in `head`, its payload in iov.
+	// Direct receive: the core is placing the message's payload here (core.kind rx_direct).
 	bool direct_in_core;
-	uint8_t head[kWireHeaderSize];
 	RecvOp *next_free;
 };
 

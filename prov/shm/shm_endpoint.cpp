@@ -187,6 +187,7 @@ void ShmEndpoint::on_fd_ready(int fd, uint32_t)
 {
 	if (fd == own_bell_) {
 		drain_doorbell(own_bell_);
+		bell_asked_ = false; // drained: progress() need not read it again
 		progress();
 	} else if (fd == sock_) {
 		if (state_ == State::connecting)
@@ -200,6 +201,8 @@ void ShmEndpoint::progress()
 {
 	if (state_ != State::connected)
 		return;
+	if (bell_asked_)
+		take_back_doorbell();
 	if (!drain_rx() || !push_tx())
 		return;
 	// A request that waited for room for its answer can be taken now that answers left.
@@ -211,6 +214,25 @@ void ShmEndpoint::progress()
 	// that fd does not sleep over it.
 	if (domain().engine().keep_armed() && !before_sleep())
 		ring_doorbell(own_bell_);
+}
+
+void ShmEndpoint::take_back_doorbell()
+{
+	// Only once the ring shows messages: while it is empty the request stands (a sleeper
+	// that armed through fi_trywait and reads once more before polling still gets its
+	// doorbell).
+	uint32_t ready = 0;
+	if (!rx_ring_.ready_slots(&ready) || ready == 0)
+		return;
+	bell_asked_ = false;
+	if (rx_ring_.disarm()) {
+		// The peer rang for these messages: the doorbell is read now, so the engine's fd
+		// is quiet again without an epoll_wait finding and dispatching it. Should the
+		// peer not have written it yet, the read finds nothing and the late doorbell
+		// costs one wake-up, which the engine's probe then drains.
+		drain_doorbell(own_bell_);
+		domain().engine().note_drained_by_source();
+	}
 }
 
 bool ShmEndpoint::before_sleep()
@@ -228,6 +250,7 @@ bool ShmEndpoint::before_sleep()
 	if (!rx_ring_.ready_slots(&ready))
 		return false;
 	if (ready == 0) {
+		bell_asked_ = true;
 		if (!rx_ring_.arm())
 			return true;
 		if (!rx_ring_.ready_slots(&ready))

@@ -220,12 +220,20 @@ private:
 	// Copies `len` bytes of `entry` from offset `entry.sent` into `dst`.
 	static void gather(TxEntry &entry, uint8_t *dst, size_t len);
 	void cancel_all();
+	// Messages came after before_sleep() asked for a doorbell: withdraws the request, and
+	// drains the doorbell here when the peer took it (one read, instead of the engine's
+	// epoll_wait finding the doorbell and a read, and another epoll_wait before the next
+	// sleep to see it quiet).
+	void take_back_doorbell();
 
 	State state_ = State::idle;
 	int sock_ = -1;           // AF_UNIX socket (connection management, then liveness)
 	int own_bell_ = -1;       // our doorbell: the peer writes it
 	int peer_bell_ = -1;      // the peer's doorbell: we write it
 	bool in_engine_ = false;  // sock_, own_bell_ registered and we are a progress source
+	// before_sleep() asked the peer for a doorbell for the receive ring and it was not
+	// withdrawn since (take_back_doorbell).
+	bool bell_asked_ = false;
 	std::unique_ptr<Segment> segment_;
 	std::unique_ptr<Segment> pending_segment_; // connecting: ours, not yet acknowledged
 	RingProducer tx_ring_;

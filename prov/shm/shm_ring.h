@@ -146,6 +146,9 @@ public:
 		uint32_t n = 0;
 		return !ready_slots(&n) || n > 0;
 	}
+	// Withdraws the request of arm(): true when the producer took it (it rings, or has
+	// rung, the doorbell), false when it was still ours (no doorbell comes for it).
+	bool disarm() { return ring_->control.consumer_sleeping.exchange(0) == 0; }
 
 private:
 	Ring *ring_ = nullptr;

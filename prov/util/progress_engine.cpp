@@ -23,6 +23,7 @@ constexpr int kEventsPerPass = 64;
 ProgressEngine::ProgressEngine(Lock::Kind lock_kind) : lock_(lock_kind)
 {
 	epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+	sleep_report::take(epoll_fd_); // left by an engine that had this fd before
 }
 
 ProgressEngine::~ProgressEngine()
@@ -224,13 +225,19 @@ bool ProgressEngine::prepare_sleep()
 {
 	LockGuard guard(lock_);
 	bool sleep = true;
+	sleep_report::Report report = sleep_report::none;
 	if (valid()) {
 		++depth_;
 		lazy_passes_ = 0;
 		// A pass that has just asked epoll and found nothing is as good as asking again:
 		// whatever became ready since wakes the sleeper's poll at once, and the pass after
 		// it dispatches. A blocking read then costs one epoll_wait per engine, not two.
-		if (!probed_quiet_ && dispatch_epoll() > 0)
+		// So is a sleeper's word that fd() was quiet when it woke, or fired for what a
+		// source drained itself (sleep_report.h): a blocking read then costs no probe.
+		report = sleep_report::peek(epoll_fd_);
+		bool known_quiet = probed_quiet_ || report == sleep_report::quiet ||
+				   (report == sleep_report::fired && drained_by_source_);
+		if (!known_quiet && dispatch_epoll() > 0)
 			sleep = false;
 		if (--depth_ == 0)
 			retired_.clear();
@@ -238,6 +245,13 @@ bool ProgressEngine::prepare_sleep()
 	// Index loop, as in progress(): a source may remove itself.
 	for (size_t i = 0; sleep && i < sources_.size(); ++i)
 		sleep = sources_[i]->before_sleep();
+	// The report holds until a sleep may follow (whoever sleeps next reports anew, or
+	// nobody does: an application polling its fd); a veto leaves it for the next try.
+	if (sleep) {
+		if (report != sleep_report::none)
+			sleep_report::take(epoll_fd_);
+		drained_by_source_ = false;
+	}
 	sleep_prepared_ = sleep;
 	return sleep;
 }

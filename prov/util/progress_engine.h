@@ -19,6 +19,7 @@
 #define OFI_PROV_UTIL_PROGRESS_ENGINE_H
 
 #include "prov/util/lock.h"
+#include "prov/util/sleep_report.h"
 
 #include <atomic>
 #include <cstdint>
@@ -146,9 +147,15 @@ public:
 
 	// The step before sleeping on fd(): dispatches what epoll reports (a doorbell left
 	// readable would wake the sleeper at once) unless the pass just before found epoll
-	// empty, then runs every source's before_sleep().
+	// empty or the last sleeper on fd() saw it quiet, or saw it fired for a reason a source
+	// took care of (note_drained_by_source; sleep_report.h says why that is safe), then
+	// runs every source's before_sleep().
 	// True: sleep. False: a handler ran or a source has work: progress instead.
 	bool prepare_sleep();
+	// A source read one of its lazy fds itself (shm's endpoint its doorbell, when the ring
+	// showed what the doorbell was for): what woke the last sleeper is handled, no probe
+	// is needed for it. Engine lock held.
+	void note_drained_by_source() noexcept { drained_by_source_ = true; }
 
 	// Passes run so far, and whether a thread may be asleep on this engine (a
 	// prepare_sleep() said "sleep" and no pass ran since). Read under the engine lock. A
@@ -212,6 +219,8 @@ private:
 	std::atomic<bool> epoll_requested_{false};
 	// The last pass asked epoll, nothing was ready and no hot fd had data (prepare_sleep).
 	bool probed_quiet_ = false;
+	// A source drained its own lazy fd since the last prepare_sleep.
+	bool drained_by_source_ = false;
 	std::atomic<int> exported_wait_fds_{0};  // see keep_armed()
 	std::atomic<bool> trywait_seen_{false};
 	int stop_fd_ = -1;  // eventfd that wakes the auto-progress thread for shutdown

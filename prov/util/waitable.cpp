@@ -368,6 +368,33 @@ bool Waitable::prepare_engines()
 	return true;
 }
 
+void Waitable::snapshot_engines(SleepFds &out)
+{
+	std::lock_guard guard(polled_lock_);
+	out.engine_count = 0;
+	for (const Source &source : sources_)
+		if (source.engine)
+			out.engines[out.engine_count++] = source.fd; // at most kMax (add_wait_source)
+}
+
+void Waitable::report_sleep(const SleepFds &sleep, bool own_fired, const epoll_event *ready,
+			    int ready_count)
+{
+	// Polled fds are watched directly: their own revents say it (rxm's core engines).
+	for (size_t i = 0; i + 1 < sleep.count; ++i)
+		sleep_report::note(sleep.fds[i].fd, sleep.fds[i].revents != 0);
+	for (size_t i = 0; i < sleep.engine_count; ++i) {
+		bool fired = own_fired;
+		if (ready) {
+			// A full array may have left this engine out: then say fired (probe).
+			fired = ready_count >= kSleepEvents;
+			for (int k = 0; k < ready_count && !fired; ++k)
+				fired = ready[k].data.fd == sleep.engines[i];
+		}
+		sleep_report::note(sleep.engines[i], fired);
+	}
+}
+
 int Waitable::block_until(Clock::time_point deadline, bool infinite)
 {
 	if (!wait_ok())
@@ -387,6 +414,7 @@ int Waitable::block_until(Clock::time_point deadline, bool infinite)
 	}
 	SleepFds sleep;
 	snapshot_polled(sleep);
+	snapshot_engines(sleep);
 	for (;;) {
 		if (interrupted_.load())
 			return -FI_EAGAIN;
@@ -396,9 +424,15 @@ int Waitable::block_until(Clock::time_point deadline, bool infinite)
 		int n;
 		if (sleep.count) {
 			n = ::poll(sleep.fds, sleep.count, timeout);
+			if (n >= 0)
+				report_sleep(sleep, sleep.fds[sleep.count - 1].revents != 0, nullptr,
+					     0);
 		} else {
-			epoll_event event;
-			n = epoll_wait(epoll_fd_, &event, 1, timeout);
+			// Room for every wait source: which engines were ready is reported.
+			epoll_event events[kSleepEvents];
+			n = epoll_wait(epoll_fd_, events, kSleepEvents, timeout);
+			if (n >= 0)
+				report_sleep(sleep, false, events, n);
 		}
 		if (n > 0)
 			return interrupted_.load() ? -FI_EAGAIN : 0;

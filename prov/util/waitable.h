@@ -45,6 +45,7 @@
 
 #include <poll.h>
 #include <sched.h>
+#include <sys/epoll.h>
 
 #include <atomic>
 #include <chrono>
@@ -185,8 +186,20 @@ private:
 		std::vector<pollfd> many;
 		pollfd *fds = few;
 		size_t count = 0;  // 0: a plain epoll_wait on the epoll fd will do
+		// The epoll fds of the engine wait sources, to report what they did
+		// (sleep_report.h).
+		int engines[WaitSources::kMax];
+		size_t engine_count = 0;
 	};
 	void snapshot_polled(SleepFds &out);
+	void snapshot_engines(SleepFds &out);
+	// Events one sleep in epoll_wait takes: the eventfd and every wait source, and more.
+	static constexpr int kSleepEvents = WaitSources::kMax + 8;
+	// After a sleep: tells each engine watched whether its fd was readable (`own_fired`:
+	// whether the epoll set holding the engine sources was; `ready`: the epoll_wait's
+	// events, when the sleep was one).
+	void report_sleep(const SleepFds &sleep, bool own_fired, const epoll_event *ready,
+			  int ready_count);
 	int epoll_add(int fd);
 	void epoll_del(int fd);
 	void set_event_fd();

@@ -187,6 +187,9 @@ void ProgressEngine::progress()
 		++depth_;
 		bool busy = hot_count_ && poll_hot();
 		bool asked = epoll_due(busy);
+		if (asked && nested_count_.load(std::memory_order_relaxed) > 0 &&
+		    sleepers_saw_quiet())
+			asked = false;
 		if (asked)
 			dispatch_epoll(); // sets probed_quiet_ from what epoll reported
 		if (!asked || busy)
@@ -221,6 +224,16 @@ bool ProgressEngine::epoll_due(bool busy)
 	return due || requested;
 }
 
+bool ProgressEngine::sleepers_saw_quiet()
+{
+	if (sleep_report::peek(leaf_fd_) != sleep_report::quiet)
+		return false;
+	for (auto &[fd, registration] : registrations_)
+		if (registration->nested && sleep_report::peek(fd) != sleep_report::quiet)
+			return false;
+	return sleep_report::take(leaf_fd_) == sleep_report::quiet;
+}
+
 bool ProgressEngine::prepare_sleep()
 {
 	LockGuard guard(lock_);
@@ -235,8 +248,7 @@ bool ProgressEngine::prepare_sleep()
 		// So is a sleeper's word that fd() was quiet when it woke, or fired for what a
 		// source drained itself (sleep_report.h): a blocking read then costs no probe.
 		report = sleep_report::peek(epoll_fd_);
-		bool known_quiet = probed_quiet_ || report == sleep_report::quiet ||
-				   (report == sleep_report::fired && drained_by_source_);
+		bool known_quiet = probed_quiet_ || report == sleep_report::quiet;
 		if (!known_quiet && dispatch_epoll() > 0)
 			sleep = false;
 		if (--depth_ == 0)
@@ -247,11 +259,8 @@ bool ProgressEngine::prepare_sleep()
 		sleep = sources_[i]->before_sleep();
 	// The report holds until a sleep may follow (whoever sleeps next reports anew, or
 	// nobody does: an application polling its fd); a veto leaves it for the next try.
-	if (sleep) {
-		if (report != sleep_report::none)
-			sleep_report::take(epoll_fd_);
-		drained_by_source_ = false;
-	}
+	if (sleep && report != sleep_report::none)
+		sleep_report::take(epoll_fd_);
 	sleep_prepared_ = sleep;
 	return sleep;
 }

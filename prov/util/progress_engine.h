@@ -155,7 +155,7 @@ public:
 	// A source read one of its lazy fds itself (shm's endpoint its doorbell, when the ring
 	// showed what the doorbell was for): what woke the last sleeper is handled, no probe
 	// is needed for it. Engine lock held.
-	void note_drained_by_source() noexcept { drained_by_source_ = true; }
+	void note_drained_by_source() noexcept { sleep_report::explain(epoll_fd_); }
 
 	// Passes run so far, and whether a thread may be asleep on this engine (a
 	// prepare_sleep() said "sleep" and no pass ran since). Read under the engine lock. A
@@ -195,6 +195,10 @@ private:
 	int dispatch_epoll();
 	// Whether this pass asks epoll (engine lock held; `busy`: a hot fd had data).
 	bool epoll_due(bool busy);
+	// An engine with nested engines (a fabric's): the last sleeper saw leaf_fd() and every
+	// nested engine's fd quiet (sleep_report.h), so epoll has nothing for this pass.
+	// Consumes the leaf's report: the next pass without a sleep between asks epoll.
+	bool sleepers_saw_quiet();
 	// Polls the hot fds; true if any had data.
 	bool poll_hot();
 	void make_hot(Registration *registration);
@@ -219,8 +223,6 @@ private:
 	std::atomic<bool> epoll_requested_{false};
 	// The last pass asked epoll, nothing was ready and no hot fd had data (prepare_sleep).
 	bool probed_quiet_ = false;
-	// A source drained its own lazy fd since the last prepare_sleep.
-	bool drained_by_source_ = false;
 	std::atomic<int> exported_wait_fds_{0};  // see keep_armed()
 	std::atomic<bool> trywait_seen_{false};
 	int stop_fd_ = -1;  // eventfd that wakes the auto-progress thread for shutdown

@@ -11,7 +11,9 @@
 // prepare_sleep() may skip its probe after a "quiet" report, and after a "fired" one whose
 // cause a source took care of itself (shm's endpoint reading its own doorbell); it probes
 // after "fired" otherwise, and when nobody reported (an application polling an FI_GETWAIT
-// fd: its sleeps are not seen here).
+// fd: its sleeps are not seen here). A fabric's engine skips the epoll_wait of a pass the
+// same way when its own fds (leaf_fd) and its nested domain engines were all seen quiet by
+// the last sleeper (rxm reads its core EQ, a fabric pass, after waking).
 //
 // Indexed by fd, because the sleeper may know the engine only as an fd: rxm watches its core
 // domain's engine through the core CQ's wait sources (util::kGetWaitSources). A stale report
@@ -43,6 +45,15 @@ inline void note(int fd, bool was_fired)
 {
 	if (covered(fd))
 		slot(fd).store(was_fired ? fired : quiet, std::memory_order_relaxed);
+}
+
+// By the engine owning `fd`: what made it fire was handled by a source itself (shm's
+// endpoint read the doorbell that woke the sleeper): as good as quiet.
+inline void explain(int fd)
+{
+	uint8_t was = fired;
+	if (covered(fd))
+		slot(fd).compare_exchange_strong(was, quiet, std::memory_order_relaxed);
 }
 
 // By the engine owning `fd`: the last report since the previous take (none if nobody slept

@@ -23,8 +23,9 @@ constexpr int kRounds = 200;
 // the message) and costs one wake-up and probe.
 constexpr double kMaxProbesPerRoundTrip = 0.3;
 // All calls: a sleep, a doorbell rung and one drained make 3. rxm reads its core EQs at
-// most every 50 us while idle, a pass of the core fabric's engine each (an epoll_wait):
-// on a loaded machine that is once or twice per round trip, which the bound leaves room for.
+// least every 50 us while idle, a pass of the core fabric's engine each: after a sleep that
+// saw the fabric's fds quiet it asks no epoll, but a read without a sleep before it does
+// (on a loaded machine up to once or twice per round trip), which the bound leaves room for.
 constexpr double kMaxCallsPerRoundTrip = 6.0;
 
 // Waits in fi_cq_sread until `ctx` completed.

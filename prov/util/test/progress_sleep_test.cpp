@@ -1,6 +1,7 @@
 // Progress engine, the step before sleeping: lazy fds are skipped by busy passes but never
 // by a sleeper, and sources arm their wake-ups in prepare_sleep() (blocked readers,
-// fi_trywait and the auto-progress thread), which may veto the sleep.
+// fi_trywait and the auto-progress thread), which may veto the sleep; what a blocked reader
+// saw of the engine (sleep_report.h) spares it the epoll_wait probes.
 #include "prov/util/progress_engine.h"
 
 #include <gtest/gtest.h>
@@ -141,6 +142,82 @@ TEST(ProgressSleep, AutoThreadWakesForWorkPublishedWhileAsleep)
 	engine.stop_thread();
 	engine.remove_source(&source);
 	EXPECT_EQ(engine.remove_fd(source.bell), 0);
+}
+
+// What a blocked reader saw (sleep_report.h) spares prepare_sleep() its epoll_wait: a quiet
+// report, or a fired one that a source explained by draining its own fd; not a fired one,
+// and not twice for one report.
+TEST(ProgressSleep, SleeperReportsSpareTheProbe)
+{
+	util::ProgressEngine engine;
+	MemorySource source;
+	ASSERT_EQ(engine.add_fd(source.bell, EPOLLIN, &source), 0);
+	ASSERT_EQ(engine.set_lazy(source.bell, true), 0);
+	ASSERT_EQ(engine.add_source(&source), 0);
+	engine.progress(); // lazy: asks no epoll, so the engine is not known quiet
+	source.ring();
+	util::sleep_report::note(engine.fd(), false);
+	EXPECT_TRUE(engine.prepare_sleep());
+	EXPECT_EQ(source.dispatched.load(), 0) << "probed although the sleeper saw the fd quiet";
+	// Used: the next sleep (nobody reported) probes, and dispatches the doorbell.
+	EXPECT_FALSE(engine.prepare_sleep());
+	EXPECT_EQ(source.dispatched.load(), 1);
+	engine.progress();
+	// Fired, and the source drained what fired itself: no probe.
+	source.ring();
+	util::sleep_report::note(engine.fd(), true);
+	uint64_t value;
+	ASSERT_EQ(::read(source.bell, &value, sizeof(value)), 8);
+	engine.note_drained_by_source();
+	EXPECT_TRUE(engine.prepare_sleep());
+	EXPECT_EQ(source.dispatched.load(), 1);
+	// Fired, nothing explained it: probe.
+	engine.progress();
+	source.ring();
+	util::sleep_report::note(engine.fd(), true);
+	EXPECT_FALSE(engine.prepare_sleep());
+	EXPECT_EQ(source.dispatched.load(), 2);
+	engine.remove_source(&source);
+	EXPECT_EQ(engine.remove_fd(source.bell), 0);
+}
+
+// An engine holding others (a fabric's) skips the epoll_wait of one pass when the last
+// sleeper saw its own fds (leaf_fd) and every nested engine quiet; a ready fd is then
+// dispatched by the next pass. Any nested engine seen fired: epoll is asked at once.
+TEST(ProgressSleep, NestingEngineSkipsOnePassWhenSleepersSawAllQuiet)
+{
+	struct Counting : util::FdHandler {
+		void on_fd_ready(int fd, uint32_t) override
+		{
+			calls++;
+			uint64_t value;
+			[[maybe_unused]] ssize_t n = ::read(fd, &value, sizeof(value));
+		}
+		int calls = 0;
+	} listener, nested;
+	util::ProgressEngine outer, inner;
+	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(outer.add_fd(fd, EPOLLIN, &listener), 0);
+	ASSERT_EQ(outer.add_nested_engine(inner.fd(), &nested), 0);
+	int leaf = outer.leaf_fd();
+	ASSERT_GE(leaf, 0);
+	uint64_t one = 1;
+	ASSERT_EQ(::write(fd, &one, sizeof(one)), 8);
+	util::sleep_report::note(leaf, false);
+	util::sleep_report::note(inner.fd(), false);
+	outer.progress();
+	EXPECT_EQ(listener.calls, 0) << "asked epoll although the sleeper saw everything quiet";
+	outer.progress();
+	EXPECT_EQ(listener.calls, 1) << "the report was used twice";
+	ASSERT_EQ(::write(fd, &one, sizeof(one)), 8);
+	util::sleep_report::note(leaf, false);
+	util::sleep_report::note(inner.fd(), true);
+	outer.progress();
+	EXPECT_EQ(listener.calls, 2) << "skipped epoll although a nested engine was seen fired";
+	EXPECT_EQ(outer.remove_fd(inner.fd()), 0);
+	EXPECT_EQ(outer.remove_fd(fd), 0);
+	::close(fd);
 }
 
 } // namespace

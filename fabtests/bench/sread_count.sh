@@ -5,6 +5,8 @@
 # N1 and N2 iterations; the difference over the N2-N1 round trips in between is printed per
 # call ("calls/ready": ready = returned > 0), both processes together. Libraries: ours over
 # shm;ofi_rxm, ours over tcp;ofi_rxm with the shm switch, the system's shm provider.
+# SPIN=0 counts our sleeping path alone (FI_WAIT_SPIN_USEC=0: blocking reads do not poll
+# first); unset, ours run with their default.
 # Run inside a private network namespace: unshare -rn bash -c 'ip link set lo up; ...'.
 set -u
 build=$(cd "$1" && pwd)
@@ -45,8 +47,9 @@ per_round_trip() { # per_round_trip TAG: the table row of one library
 }
 
 for n in $n1 $n2; do
-	run ours_shm $n "shm;ofi_rxm" "$build/.libs"
-	run ours $n "tcp;ofi_rxm" "$build/.libs" FI_OFI_RXM_USE_SHM=1
+	run ours_shm $n "shm;ofi_rxm" "$build/.libs" ${SPIN:+FI_WAIT_SPIN_USEC=$SPIN}
+	run ours $n "tcp;ofi_rxm" "$build/.libs" FI_OFI_RXM_USE_SHM=1 \
+		${SPIN:+FI_WAIT_SPIN_USEC=$SPIN}
 	run system $n shm ""
 done
 for tag in ours_shm ours system; do

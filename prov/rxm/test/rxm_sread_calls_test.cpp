@@ -150,8 +150,11 @@ bool idle_peer(int to_peer, int from_peer, const char *prov, bool expect_move)
 
 void run_ping_pong(const char *env, const char *prov, bool expect_move)
 {
-	std::string first = std::string(env) + " SHM_SWITCH_TEST_FIRST=1";
-	run_forked_pair(first.c_str(), env, [&](int to_peer, int from_peer) {
+	// Blocking reads that poll first (wait_spin.h) rarely sleep in a ping-pong: the sleep
+	// path is what is counted here.
+	std::string both = std::string(env) + " FI_WAIT_SPIN_USEC=0";
+	std::string first = both + " SHM_SWITCH_TEST_FIRST=1";
+	run_forked_pair(first.c_str(), both.c_str(), [&](int to_peer, int from_peer) {
 		return ping_pong_peer(to_peer, from_peer, prov, expect_move);
 	});
 }

@@ -3,14 +3,15 @@
  * what an MPI user gets through each transport). Plain MPI, so the same binary runs over the
  * ofi MTL with any libfabric.so.1, over Open MPI's own BTLs and over UCX.
  *
- * usage: mpirun -np 2 mpi_bench [-i ITERS] [-w WINDOW] [-m MAX_SIZE]
+ * usage: mpirun -np 2 mpi_bench [-i ITERS] [-w WINDOW] [-m MAX_SIZE] [-l]
  *
  * Prints one line per size, from rank 0:
  *   size S lat_us L rate_mps R
  * lat_us is half the round trip of a blocking MPI_Send/MPI_Recv ping-pong (the median of
  * five runs of ITERS round trips, after a warm-up); rate_mps is millions of messages per
  * second rank 0 sends to rank 1 in windows of WINDOW MPI_Isend (rank 1 posts as many
- * MPI_Irecv), one 4-byte reply per window, also the median of five.
+ * MPI_Irecv), one 4-byte reply per window, also the median of five. -l runs the ping-pong
+ * only (rate_mps 0): what a per-message count of system calls or context switches needs.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -74,17 +75,19 @@ static double rate_mps(int rank, char *buf, int size, int iters, int window)
 
 int main(int argc, char **argv)
 {
-	int iters = 10000, window = 64, max_size = 65536, rank, ranks, opt;
+	int iters = 10000, window = 64, max_size = 65536, rank, ranks, opt, latency_only = 0;
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-	while ((opt = getopt(argc, argv, "i:w:m:")) != -1) {
+	while ((opt = getopt(argc, argv, "i:w:m:l")) != -1) {
 		if (opt == 'i')
 			iters = atoi(optarg);
 		else if (opt == 'w')
 			window = atoi(optarg);
 		else if (opt == 'm')
 			max_size = atoi(optarg);
+		else if (opt == 'l')
+			latency_only = 1;
 	}
 	if (ranks != 2 || iters < 1 || window < 1 || window > kMaxWindow || max_size < 0) {
 		if (rank == 0)
@@ -101,7 +104,7 @@ int main(int argc, char **argv)
 		pingpong_us(rank, buf, size, n / 10 + 1);
 		for (int r = 0; r < kRuns; r++) {
 			lat[r] = pingpong_us(rank, buf, size, n);
-			rate[r] = rate_mps(rank, buf, size, n, window);
+			rate[r] = latency_only ? 0 : rate_mps(rank, buf, size, n, window);
 		}
 		if (rank == 0)
 			printf("size %d lat_us %.2f rate_mps %.4f\n", size, median(lat, kRuns),

@@ -657,8 +657,12 @@ void RxmEndpoint::progress()
 		busy |= shm_progress() > 0;
 	auto now = std::chrono::steady_clock::now();
 	auto interval = std::chrono::microseconds(params().cm_progress_interval_us);
-	if (!busy)
+	// The pass right after a busy one counts as busy: a reader draining its CQ until it
+	// finds nothing (Open MPI's MTL) makes that pass between each message and its answer,
+	// and the core's engine rests on it (no system call) unless the EQ read adds one.
+	if (!busy && !last_pass_busy_)
 		interval = std::min<std::chrono::microseconds>(interval, kIdleEqInterval);
+	last_pass_busy_ = busy;
 	if (conn_timers_active_ || now - last_eq_read_ >= interval) {
 		last_eq_read_ = now;
 		drain_core_eq();

@@ -395,6 +395,7 @@ private:
 	// progress() calls, and the one during which the last eager message went to the core:
 	// a second one in the same interval is part of a burst (send_for_coalescing).
 	uint64_t progress_passes_ = 0;
+	bool last_pass_busy_ = false; // the last progress() drained core completions
 	uint64_t last_small_send_pass_ = ~uint64_t{0};
 	bool attached_ = false;
 	// Calls fn once on each distinct CQ and counter bound here.

@@ -79,8 +79,9 @@ void define_params()
 			"(default %zu).", g_params.unexpected_budget);
 	fi_param_define(&rxm_prov, "cm_progress_interval", FI_PARAM_SIZE_T,
 			"Microseconds between reads of the core event queue (connection "
-			"management) while the core completion queue keeps delivering; a progress "
-			"call that finds no completion always reads it (default %zu).",
+			"management) while the core completion queue keeps delivering (and on the "
+			"call right after one it delivered to); otherwise at most every 50 "
+			"microseconds (default %zu).",
 			g_params.cm_progress_interval_us);
 }
 

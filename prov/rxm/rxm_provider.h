@@ -52,8 +52,8 @@ struct RxmParams {
 	int rndv_read_timeout_s = 30;
 	// Bytes of unexpected messages buffered per peer before rxm stops reading that peer.
 	size_t unexpected_budget = 8u << 20;
-	// Microseconds between reads of the core EQ while the core CQ keeps delivering (an
-	// idle progress call always reads it).
+	// Microseconds between reads of the core EQ while the core CQ keeps delivering (and
+	// on the progress call right after one it delivered to); otherwise every 50 us at most.
 	size_t cm_progress_interval_us = 10000;
 };
 

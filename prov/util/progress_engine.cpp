@@ -185,15 +185,23 @@ void ProgressEngine::progress()
 	sleep_prepared_ = false;
 	if (valid()) {
 		++depth_;
-		bool busy = hot_count_ && poll_hot();
-		bool asked = epoll_due(busy);
-		if (asked && nested_count_.load(std::memory_order_relaxed) > 0 &&
-		    sleepers_saw_quiet())
-			asked = false;
-		if (asked)
-			dispatch_epoll(); // sets probed_quiet_ from what epoll reported
-		if (!asked || busy)
+		if (rest_) {
+			// The pass right after a busy one (see progress() in the header): no read,
+			// no epoll_wait; the next pass asks epoll (hot_was_busy_ is still set).
+			rest_ = false;
 			probed_quiet_ = false;
+		} else {
+			bool busy = hot_count_ && poll_hot();
+			bool asked = epoll_due(busy);
+			if (asked && nested_count_.load(std::memory_order_relaxed) > 0 &&
+			    sleepers_saw_quiet())
+				asked = false;
+			if (asked)
+				dispatch_epoll(); // sets probed_quiet_ from what epoll reported
+			if (!asked || busy)
+				probed_quiet_ = false;
+			rest_ = busy;
+		}
 		if (--depth_ == 0)
 			retired_.clear();
 	}

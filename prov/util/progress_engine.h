@@ -138,6 +138,14 @@ public:
 	// pass (an idle fd waits at most that many passes). A hot fd that finds nothing on
 	// kHotIdlePasses passes in a row, or whose registration stops asking for EPOLLIN,
 	// cools down. A message then costs one read instead of epoll_wait + read.
+	// The pass right after a busy one rests: it neither reads the hot fds nor asks epoll
+	// (the pass after it does both). The busy pass read its sockets until they had no
+	// more (or its budget ran out), microseconds ago; the call right after it is, in a reader that drains its CQ
+	// until it finds nothing (Open MPI's ofi MTL), the one between a message and the
+	// application's answer to it: a read and an epoll_wait there put two system calls
+	// that find nothing on every message's turnaround. A spinning reader finds what came
+	// meanwhile one pass later; a reader about to sleep still asks epoll (prepare_sleep:
+	// the rest pass leaves probed_quiet_ unset).
 	// While every registered fd is lazy (set_lazy), epoll is asked only every
 	// kLazyEpollEvery passes (or when requested): a pass then costs no system call.
 	void progress();
@@ -218,6 +226,7 @@ private:
 	uint64_t passes_ = 0;
 	bool sleep_prepared_ = false;
 	bool hot_was_busy_ = false;
+	bool rest_ = false;          // the next pass rests (this one's hot fd had data)
 	size_t eager_count_ = 0;     // registrations that are not lazy
 	unsigned lazy_passes_ = 0;   // passes since epoll was last asked, all fds lazy
 	std::atomic<bool> epoll_requested_{false};

@@ -1,7 +1,8 @@
 // Progress engine, busy-polling shortcut: an fd epoll reported readable is tried directly
 // (poll_fd) on later passes instead of epoll_wait, while every other fd is still dispatched
-// within kEpollEvery passes, at once after a pass where the hot fd had data, and handlers
-// that decline or readers that are paused are never tried behind epoll's back.
+// within kEpollEvery passes, two passes after one where the hot fd had data (the pass in
+// between rests: no read, no epoll_wait), and handlers that decline or readers that are
+// paused are never tried behind epoll's back.
 #include "prov/util/progress_engine.h"
 
 #include <gtest/gtest.h>
@@ -105,16 +106,72 @@ TEST(ProgressHot, OtherFdsAreStillServedWhileOneIsHot)
 	EXPECT_EQ(other.bytes, 1);
 	EXPECT_LE(passes, ProgressEngine::kEpollEvery);
 
-	// Hot fd flooding (data on every pass): the pass after a busy one asks epoll too, so
-	// the other fd waits one pass, not kEpollEvery.
+	// Hot fd flooding (data on every pass): the pass after a busy one rests and the one
+	// after that asks epoll too, so the other fd waits two passes, not kEpollEvery.
 	for (int round = 0; round < 3; ++round) {
 		hot.poke();
 		engine.progress(); // hot busy
 		other.poke();
 		hot.poke();
+		engine.progress(); // rests
 		engine.progress(); // epoll due: the other fd is served
 		EXPECT_EQ(other.bytes, 2 + round) << "round " << round;
 	}
+}
+
+// A reader that drains its CQ until it finds nothing (Open MPI's MTL) makes a pass right
+// after the one that brought its message, before it answers: that pass reads nothing and
+// asks no epoll (two system calls that would find nothing on every message's turnaround);
+// the pass after it does both, so nothing that came meanwhile waits longer than that.
+TEST(ProgressHot, PassAfterABusyOneRests)
+{
+	ProgressEngine engine;
+	PipeReader hot(true), other(false);
+	ASSERT_EQ(engine.add_fd(hot.fd(), EPOLLIN, &hot), 0);
+	ASSERT_EQ(engine.add_fd(other.fd(), EPOLLIN, &other), 0);
+	hot.poke();
+	engine.progress(); // epoll reports it: hot from now on
+	ASSERT_EQ(hot.ready_calls, 1);
+	for (int round = 0; round < 3; ++round) {
+		SCOPED_TRACE(round);
+		int polls = hot.poll_calls;
+		hot.poke();
+		engine.progress(); // the message: read directly
+		EXPECT_EQ(hot.poll_calls, polls + 1);
+		EXPECT_EQ(hot.bytes, 2 + 2 * round);
+		// Data arriving for both right after: the next pass touches neither fd.
+		hot.poke();
+		other.poke();
+		engine.progress();
+		EXPECT_EQ(hot.poll_calls, polls + 1);
+		EXPECT_EQ(hot.bytes, 2 + 2 * round);
+		EXPECT_EQ(other.ready_calls, round);
+		// The pass after it reads the hot fd and asks epoll for the other.
+		engine.progress();
+		EXPECT_EQ(hot.poll_calls, polls + 2);
+		EXPECT_EQ(hot.bytes, 3 + 2 * round);
+		EXPECT_EQ(other.ready_calls, round + 1);
+		engine.progress(); // rests after that busy pass
+	}
+	EXPECT_EQ(hot.ready_calls, 1); // every later byte was read directly
+}
+
+// A reader about to sleep after a rest pass still asks epoll first: data that came
+// during the rest is not slept on.
+TEST(ProgressHot, SleeperAfterARestPassAsksEpoll)
+{
+	ProgressEngine engine;
+	PipeReader hot(true);
+	ASSERT_EQ(engine.add_fd(hot.fd(), EPOLLIN, &hot), 0);
+	hot.poke();
+	engine.progress(); // through epoll: hot from now on
+	hot.poke();
+	engine.progress(); // read directly: busy
+	hot.poke();
+	engine.progress(); // rests
+	EXPECT_EQ(hot.bytes, 2);
+	EXPECT_FALSE(engine.prepare_sleep()); // epoll reported the byte: no sleep
+	EXPECT_EQ(hot.bytes, 3);
 }
 
 TEST(ProgressHot, DecliningHandlerIsAskedOnceAndThenOnlyThroughEpoll)

@@ -185,10 +185,11 @@ void ProgressEngine::progress()
 	sleep_prepared_ = false;
 	if (valid()) {
 		++depth_;
-		if (rest_) {
+		bool rest = rest_ && std::chrono::steady_clock::now() - busy_at_ < rest_window_;
+		rest_ = false;
+		if (rest) {
 			// The pass right after a busy one (see progress() in the header): no read,
 			// no epoll_wait; the next pass asks epoll (hot_was_busy_ is still set).
-			rest_ = false;
 			probed_quiet_ = false;
 		} else {
 			bool busy = hot_count_ && poll_hot();
@@ -200,7 +201,10 @@ void ProgressEngine::progress()
 				dispatch_epoll(); // sets probed_quiet_ from what epoll reported
 			if (!asked || busy)
 				probed_quiet_ = false;
-			rest_ = busy;
+			if (busy) {
+				rest_ = true;
+				busy_at_ = std::chrono::steady_clock::now();
+			}
 		}
 		if (--depth_ == 0)
 			retired_.clear();

@@ -22,6 +22,7 @@
 #include "prov/util/sleep_report.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <thread>
@@ -145,13 +146,18 @@ public:
 	// application's answer to it: a read and an epoll_wait there put two system calls
 	// that find nothing on every message's turnaround. A spinning reader finds what came
 	// meanwhile one pass later; a reader about to sleep still asks epoll (prepare_sleep:
-	// the rest pass leaves probed_quiet_ unset).
+	// the rest pass leaves probed_quiet_ unset). Only a pass within kRestWindow of the
+	// busy one rests: a reader that calls once per longer stretch of other work must not
+	// find its next message one call late, so resting delays nothing by more than that.
 	// While every registered fd is lazy (set_lazy), epoll is asked only every
 	// kLazyEpollEvery passes (or when requested): a pass then costs no system call.
 	void progress();
 	static constexpr size_t kHotFds = 4;
 	static constexpr unsigned kEpollEvery = 8;
 	static constexpr unsigned kHotIdlePasses = 4096;
+	static constexpr std::chrono::microseconds kRestWindow{5};
+	// Tests: a window that a loaded machine cannot overrun (or 0: never rest).
+	void set_rest_window(std::chrono::nanoseconds window) noexcept { rest_window_ = window; }
 
 	// The step before sleeping on fd(): dispatches what epoll reports (a doorbell left
 	// readable would wake the sleeper at once) unless the pass just before found epoll
@@ -226,7 +232,9 @@ private:
 	uint64_t passes_ = 0;
 	bool sleep_prepared_ = false;
 	bool hot_was_busy_ = false;
-	bool rest_ = false;          // the next pass rests (this one's hot fd had data)
+	bool rest_ = false;          // the next pass rests (this one's hot fd had data)...
+	std::chrono::steady_clock::time_point busy_at_{}; // ...if within rest_window_ of this
+	std::chrono::nanoseconds rest_window_ = kRestWindow;
 	size_t eager_count_ = 0;     // registrations that are not lazy
 	unsigned lazy_passes_ = 0;   // passes since epoll was last asked, all fds lazy
 	std::atomic<bool> epoll_requested_{false};

@@ -4,11 +4,23 @@
 // serialises access, so locking is skipped. The mutex is recursive because progress
 // callbacks may re-enter objects of the same domain (e.g. write to an EQ whose read
 // progresses that domain).
+//
+// The real lock is ours rather than std::recursive_mutex: every message of a thread-safe
+// application takes about a dozen of them uncontended (endpoint, CQs, engine, lower domain),
+// and glibc's recursive mutex cost ~72 instructions a lock/unlock pair there; this one is
+// one compare-and-swap and one atomic decrement plus the owner check (~25). Contended, a
+// thread sleeps on the lock word (futex), as glibc's does.
 #ifndef OFI_PROV_UTIL_LOCK_H
 #define OFI_PROV_UTIL_LOCK_H
 
 #include <rdma/fabric.h>
 
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <mutex>
 
 namespace util {
@@ -27,15 +39,43 @@ public:
 
 	void lock()
 	{
-		if (real_)
-			mutex_.lock();
+		if (!real_)
+			return;
+		pthread_t self = pthread_self();
+		if (held_by(self)) {
+			++depth_;
+			return;
+		}
+		int seen = kFree;
+		if (!state_.compare_exchange_strong(seen, kHeld, std::memory_order_acquire,
+						    std::memory_order_relaxed))
+			wait_for_it(seen);
+		take(self);
 	}
 	void unlock()
 	{
-		if (real_)
-			mutex_.unlock();
+		if (!real_ || --depth_)
+			return;
+		owner_.store(pthread_t{}, std::memory_order_relaxed);
+		if (state_.fetch_sub(1, std::memory_order_release) != kHeld)
+			wake_one();
 	}
-	bool try_lock() { return real_ ? mutex_.try_lock() : true; }
+	bool try_lock()
+	{
+		if (!real_)
+			return true;
+		pthread_t self = pthread_self();
+		if (held_by(self)) {
+			++depth_;
+			return true;
+		}
+		int seen = kFree;
+		if (!state_.compare_exchange_strong(seen, kHeld, std::memory_order_acquire,
+						    std::memory_order_relaxed))
+			return false;
+		take(self);
+		return true;
+	}
 
 	// The policy for objects of a domain with these attributes.
 	static Kind kind_for(enum fi_threading threading, enum fi_progress data_progress,
@@ -49,8 +89,47 @@ public:
 	}
 
 private:
+	// The lock word: free, held, or held with threads (maybe) asleep on it (then the
+	// holder's unlock wakes one). A woken thread takes it as "contended" again, since it
+	// cannot know whether others still sleep: at worst one futex wake too many.
+	static constexpr int kFree = 0, kHeld = 1, kContended = 2;
+
+	// Only the owner itself can find its own id here: it stored it, and clears it
+	// before letting go.
+	bool held_by(pthread_t self) const noexcept
+	{
+		return pthread_equal(owner_.load(std::memory_order_relaxed), self);
+	}
+	void take(pthread_t self) noexcept
+	{
+		owner_.store(self, std::memory_order_relaxed);
+		depth_ = 1;
+	}
+	[[gnu::noinline]] void wait_for_it(int seen) noexcept
+	{
+		if (seen != kContended)
+			seen = state_.exchange(kContended, std::memory_order_acquire);
+		while (seen != kFree) {
+			// Returns at once if the word is no longer kContended (EAGAIN), or on a
+			// signal: the exchange decides.
+			syscall(SYS_futex, word(), FUTEX_WAIT_PRIVATE, kContended, nullptr, nullptr, 0);
+			seen = state_.exchange(kContended, std::memory_order_acquire);
+		}
+	}
+	[[gnu::noinline]] void wake_one() noexcept
+	{
+		state_.store(kFree, std::memory_order_release);
+		syscall(SYS_futex, word(), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+	}
+	int *word() noexcept { return reinterpret_cast<int *>(&state_); }
+
 	bool real_;
-	std::recursive_mutex mutex_;
+	std::atomic<int> state_{kFree};
+	std::atomic<pthread_t> owner_{};
+	unsigned depth_ = 0; // the owner's nesting; touched only while held
+	static_assert(sizeof(std::atomic<int>) == sizeof(int) &&
+			      std::atomic<int>::is_always_lock_free,
+		      "the futex waits on the lock word itself");
 };
 
 using LockGuard = std::lock_guard<Lock>;

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <set>
+#include <thread>
 
 namespace {
 
@@ -127,6 +130,43 @@ TEST(Lock, KindFollowsThreadingAndProgress)
 	real.unlock();
 	EXPECT_TRUE(real.try_lock());
 	real.unlock();
+}
+
+// The real lock is util's own (a lock word and a futex, not a pthread mutex): it must exclude
+// other threads, also while nested, and put a waiting thread to sleep until the holder lets go.
+TEST(Lock, ExcludesOtherThreadsAndWakesWaiters)
+{
+	util::Lock lock(util::Lock::Kind::Mutex);
+	long counter = 0; // plain: only the lock orders the increments (TSan checks it too)
+	constexpr long kRounds = 200000;
+	auto add = [&] {
+		for (long i = 0; i < kRounds; i++) {
+			util::LockGuard outer(lock);
+			util::LockGuard inner(lock); // nested: still held after the inner release
+			counter++;
+		}
+	};
+	std::thread a(add), b(add);
+	a.join();
+	b.join();
+	EXPECT_EQ(2 * kRounds, counter);
+
+	lock.lock();
+	std::atomic<bool> tried{false}, got{false};
+	std::thread other([&] {
+		EXPECT_FALSE(lock.try_lock()); // held by the main thread
+		tried = true;
+		lock.lock();                   // sleeps until the main thread unlocks
+		got = true;
+		lock.unlock();
+	});
+	while (!tried)
+		std::this_thread::yield();
+	std::this_thread::sleep_for(std::chrono::milliseconds(20));
+	EXPECT_FALSE(got.load());
+	lock.unlock();
+	other.join();
+	EXPECT_TRUE(got.load());
 }
 
 } // namespace

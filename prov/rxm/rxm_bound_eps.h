@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -27,15 +28,29 @@ public:
 	// concurrent = false: the object's domain is serialised by the application
 	// (FI_THREAD_DOMAIN or COMPLETION with manual progress: util's lock policy), so no
 	// reader can run beside a remover and the list takes no lock and counts no readers.
-	explicit BoundEndpoints(bool concurrent = true) : concurrent_(concurrent) {}
+	explicit BoundEndpoints(bool concurrent = true) : concurrent_(concurrent)
+	{
+		if (concurrent_)
+			current_.store(new List{});
+	}
+	~BoundEndpoints()
+	{
+		delete current_.load();
+		for (const List *old : retired_)
+			delete old;
+	}
+	BoundEndpoints(const BoundEndpoints &) = delete;
+	BoundEndpoints &operator=(const BoundEndpoints &) = delete;
 
 	void add(RxmEndpoint *ep)
 	{
 		std::lock_guard guard(lock_);
-		eps_.push_back(ep);
+		std::vector<RxmEndpoint *> next = eps_;
+		next.push_back(ep);
+		publish(std::move(next));
 	}
 	// False when ep was not bound. Returns only once no for_each of another thread can
-	// still call into ep (a reader that copied the list before the removal): the caller
+	// still call into ep (a reader that took the list before the removal): the caller
 	// (fi_close of the endpoint) frees ep next. One remover at a time flips the epoch so
 	// that new readers count in the other bucket, then waits for the old bucket to drain:
 	// a reader that loops on its CQ cannot starve the close.
@@ -46,42 +61,60 @@ public:
 		auto it = std::find(eps_.begin(), eps_.end(), ep);
 		if (it == eps_.end())
 			return false;
-		eps_.erase(it);
+		std::vector<RxmEndpoint *> next;
+		next.reserve(eps_.size() - 1);
+		next.insert(next.end(), eps_.begin(), it);
+		next.insert(next.end(), it + 1, eps_.end());
+		publish(std::move(next));
 		if (!concurrent_)
 			return true;
-		unsigned old = epoch_;
-		epoch_ ^= 1;
+		unsigned old = epoch_.load();
+		epoch_.store(old ^ 1);
 		// Removing from inside our own for_each (this thread counts in a bucket): waiting
-		// would wait for ourselves.
-		if (iterating_here_ != this) {
-			// Announced before looking at the count (both sequentially consistent): a
-			// reader leaving the bucket either sees the announcement and wakes us under
-			// lock_, or left before our look and we see its count gone.
-			removing_.store(true);
-			drained_.wait(guard, [&] { return active_[old].load() == 0; });
-			removing_.store(false);
-		}
+		// would wait for ourselves; the retired lists stay until a later removal.
+		if (iterating_here_ == this)
+			return true;
+		// Lists retired so far can only be held by readers of the old bucket (a reader
+		// of the new bucket took the list after the flip: the new one); lists retired
+		// while we wait (an add) stay for a later removal.
+		std::vector<const List *> unreachable_after_drain;
+		unreachable_after_drain.swap(retired_);
+		// Announced before looking at the count (both sequentially consistent): a
+		// reader leaving the bucket either sees the announcement and wakes us under
+		// lock_, or left before our look and we see its count gone.
+		removing_.store(true);
+		drained_.wait(guard, [&] { return active_[old].load() == 0; });
+		removing_.store(false);
+		for (const List *list : unreachable_after_drain)
+			delete list;
 		return true;
 	}
-	// Calls f on a copy of the list (an endpoint may detach itself while progressing),
-	// without allocating for up to kFew endpoints: this runs on every read.
+	// Calls f on each endpoint of the list as it was when the call began (an endpoint may
+	// detach itself while progressing). This runs on every CQ read: a thread-safe reader
+	// takes no lock, only its bucket's count, and walks the published list in place.
 	template <class F> void for_each(F f)
 	{
-		Snapshot copy;
 		if (!concurrent_) {
+			Snapshot copy;
 			copy.take(eps_);
 			copy.call(f);
 			return;
 		}
+		// Counted in the bucket of the epoch it saw, then checked that the epoch did not
+		// flip meanwhile (all sequentially consistent): a remover that flipped after the
+		// check sees this count and waits; a flip before it sends us to the new bucket.
 		unsigned bucket;
-		{
-			std::lock_guard guard(lock_);
-			copy.take(eps_);
-			bucket = epoch_;
-			++active_[bucket];
+		for (;;) {
+			bucket = epoch_.load();
+			active_[bucket].fetch_add(1);
+			if (epoch_.load() == bucket)
+				break;
+			leave(bucket);
 		}
 		Iteration iteration(*this, bucket);
-		copy.call(f);
+		const List *list = current_.load();
+		for (RxmEndpoint *ep : list->eps)
+			f(ep);
 	}
 	// Stops at the first f that returns false; says whether all returned true.
 	template <class F> bool all_of(F f)
@@ -93,7 +126,12 @@ public:
 
 private:
 	static constexpr size_t kFew = 8;
-	// The list as one for_each saw it.
+	// The list readers walk (concurrent objects): never changed once published; add and
+	// remove publish a new one and retire the old, freed once no reader can hold it.
+	struct List {
+		std::vector<RxmEndpoint *> eps;
+	};
+	// The list as one for_each saw it (serialised objects).
 	struct Snapshot {
 		RxmEndpoint *few[kFew];
 		std::vector<RxmEndpoint *> many;
@@ -115,6 +153,27 @@ private:
 				f(eps[i]);
 		}
 	};
+	// Under lock_: 'next' becomes the list, and what new readers see. Allocates before
+	// changing anything (std::bad_alloc leaves the list as it was).
+	void publish(std::vector<RxmEndpoint *> &&next)
+	{
+		if (!concurrent_) {
+			eps_.swap(next);
+			return;
+		}
+		auto fresh = std::make_unique<List>(List{next});
+		retired_.reserve(retired_.size() + 1);
+		eps_.swap(next);
+		retired_.push_back(current_.exchange(fresh.release()));
+	}
+	// Leaving takes no lock unless a remover waits for this bucket (see remove()).
+	void leave(unsigned bucket)
+	{
+		if (active_[bucket].fetch_sub(1) == 1 && removing_.load()) {
+			std::lock_guard guard(lock_);
+			drained_.notify_all();
+		}
+	}
 	// Marks this thread as iterating and leaves the bucket when done (also on unwinding).
 	class Iteration {
 	public:
@@ -123,15 +182,10 @@ private:
 		{
 			iterating_here_ = &owner;
 		}
-		// Leaving takes no lock unless a remover waits for this bucket (this runs on
-		// every CQ read; see remove()).
 		~Iteration()
 		{
 			iterating_here_ = outer_;
-			if (owner_.active_[bucket_].fetch_sub(1) == 1 && owner_.removing_.load()) {
-				std::lock_guard guard(owner_.lock_);
-				owner_.drained_.notify_all();
-			}
+			owner_.leave(bucket_);
 		}
 		Iteration(const Iteration &) = delete;
 		Iteration &operator=(const Iteration &) = delete;
@@ -143,12 +197,16 @@ private:
 	};
 
 	const bool concurrent_;
-	static inline thread_local const BoundEndpoints *iterating_here_ = nullptr;
+	// initial-exec: a plain %fs access instead of a __tls_get_addr call on every CQ read.
+	[[gnu::tls_model("initial-exec")]] static inline thread_local const BoundEndpoints
+		*iterating_here_ = nullptr;
 	std::mutex remove_lock_;
-	std::mutex lock_;  // guards eps_ and epoch_; active_ grows under it
+	std::mutex lock_;  // guards eps_ and retired_; serialises publishing
 	std::condition_variable drained_;
 	std::vector<RxmEndpoint *> eps_;
-	unsigned epoch_ = 0;
+	std::atomic<const List *> current_{nullptr};
+	std::vector<const List *> retired_;
+	std::atomic<unsigned> epoch_{0};
 	std::atomic<size_t> active_[2] = {0, 0};
 	std::atomic<bool> removing_{false}; // a remover waits for a bucket to drain
 };

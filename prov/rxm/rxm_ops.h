@@ -115,6 +115,48 @@ struct TxOp : ListNode {
 	bool writing;
 	// Atomics: how many fetched bytes the answer brings; they are scattered over iov.
 	size_t result_len;
+
+	// Readies a pooled op for a new operation (a field added above must be reset here).
+	// Everything goes back to its initial value except the arrays, which are only read
+	// below their counts, each written before the count grows: iov, desc and rndv_key
+	// below iov_count, own_mr and own_shm_mr below own_mr_count (free_op's close_own_mrs
+	// left every twin it counted null), remote below remote_count; core_reserved is the
+	// core's. Assigning a value-initialised TxOp instead cleared ~450 bytes per message.
+	void reset(uint32_t slot, uint32_t next_generation)
+	{
+		prev = next = nullptr;
+		core.kind = CoreOpKind::rma;
+		core.owner = this;
+		kind = TxKind::eager;
+		in_use = true;
+		report = false;
+		failed = false;
+		generation = next_generation;
+		index = slot;
+		context = nullptr;
+		cq_flags = 0;
+		conn = nullptr;
+		charged = nullptr;
+		hdr = WireHeader{};
+		iov_count = 0;
+		total_len = 0;
+		queued_len = 0;
+		outstanding = 0;
+		prepared = nullptr;
+		zero_copy = false;
+		core_inject = false;
+		own_mr_count = 0;
+		own_mr_bound = false;
+		writes_on_shm = false;
+		error = 0;
+		rma_addr = 0;
+		rma_key = 0;
+		remote_count = 0;
+		write_total = 0;
+		write_issued = 0;
+		writing = false;
+		result_len = 0;
+	}
 };
 
 // One application receive (or one slice of a multi-receive buffer).
@@ -154,6 +196,40 @@ struct RecvOp {
 	// Direct receive: the core is placing the message's payload here (core.kind rx_direct).
 	bool direct_in_core;
 	RecvOp *next_free;
+
+	// Readies a pooled receive (a field added above must be reset here): as TxOp::reset,
+	// the arrays are left as they are, read only below their counts (iov and desc below
+	// iov_count, rndv below rndv_count, own_mr and own_shm_mr below own_mr_count).
+	void reset()
+	{
+		match = PostedRecv{};
+		match.owner = this;
+		core.kind = CoreOpKind::rndv_read;
+		core.owner = this;
+		in_use = true;
+		tagged = false;
+		multi = false;
+		multi_parent = nullptr;
+		multi_buf = MultiRecvBuffer{};
+		context = nullptr;
+		op_flags = 0;
+		iov_count = 0;
+		capacity = 0;
+		conn = nullptr;
+		source = FI_ADDR_NOTAVAIL;
+		tag = 0;
+		cq_data = 0;
+		wire_flags = 0;
+		total_len = 0;
+		msg_id = 0;
+		rndv_count = 0;
+		rndv_issued = 0;
+		reads_outstanding = 0;
+		read_deadline = {};
+		own_mr_count = 0;
+		error = 0;
+		next_free = nullptr;
+	}
 };
 
 // A message that arrived before a matching receive.

@@ -35,12 +35,7 @@ RecvOp *RxmEndpoint::alloc_recv()
 	if (!op)
 		return nullptr;
 	free_recvs_ = op->next_free;
-	*op = RecvOp{};
-	op->in_use = true;
-	op->match.owner = op;
-	op->core.kind = CoreOpKind::rndv_read;
-	op->core.owner = op;
-	op->source = FI_ADDR_NOTAVAIL;
+	op->reset();
 	return op;
 }
 

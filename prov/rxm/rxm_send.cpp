@@ -87,13 +87,7 @@ TxOp *RxmEndpoint::alloc_op(RxmConn *for_peer)
 	uint32_t index = free_ops_.back();
 	free_ops_.pop_back();
 	TxOp *op = &ops_[index];
-	uint32_t generation = op->generation + 1;
-	*op = TxOp{};
-	op->index = index;
-	op->generation = generation;
-	op->in_use = true;
-	op->core.kind = CoreOpKind::rma;
-	op->core.owner = op;
+	op->reset(index, op->generation + 1);
 	if (for_peer) {
 		op->charged = for_peer;
 		for_peer->ops_held++;

@@ -197,9 +197,11 @@ private:
 	};
 
 	const bool concurrent_;
-	// initial-exec: a plain %fs access instead of a __tls_get_addr call on every CQ read.
-	[[gnu::tls_model("initial-exec")]] static inline thread_local const BoundEndpoints
-		*iterating_here_ = nullptr;
+	// The default (dynamic) TLS model: libfabric.so is dlopened (Open MPI's mca_mtl_ofi,
+	// fi_tostr's reference test), and an initial-exec variable then needs glibc's spare
+	// static TLS, which such processes have used up ("cannot allocate memory in static TLS
+	// block"). A __tls_get_addr call per CQ read is the price.
+	static inline thread_local const BoundEndpoints *iterating_here_ = nullptr;
 	std::mutex remove_lock_;
 	std::mutex lock_;  // guards eps_ and retired_; serialises publishing
 	std::condition_variable drained_;

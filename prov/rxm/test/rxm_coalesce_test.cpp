@@ -28,23 +28,7 @@ using test_count::sendmsg_calls;
 
 namespace {
 
-struct Node : rxm_test::RdmNode {
-	explicit Node(fi_info *info) : RdmNode(info, {.cq_format = FI_CQ_FORMAT_CONTEXT}) {}
-	void poll()
-	{
-		fi_cq_entry e[16];
-		ssize_t n = fi_cq_read(cq, e, 16);
-		for (ssize_t i = 0; i < n; i++)
-			done.push_back(e[i].op_context);
-		if (n == -FI_EAVAIL) {
-			fi_cq_err_entry err{};
-			if (fi_cq_readerr(cq, &err, 0) == 1)
-				failed++;
-		}
-	}
-	std::vector<void *> done;
-	int failed = 0;
-};
+using Node = rxm_test::ContextNode;
 
 class RxmCoalesce : public rxm_test::TcpRxmConnections {
 protected:

@@ -51,17 +51,7 @@ extern "C" int epoll_wait(int epfd, struct epoll_event *events, int maxevents, i
 
 namespace {
 
-struct Node : rxm_test::RdmNode {
-	explicit Node(fi_info *info) : RdmNode(info, {.cq_format = FI_CQ_FORMAT_CONTEXT}) {}
-	void poll()
-	{
-		fi_cq_entry e[16];
-		ssize_t n = fi_cq_read(cq, e, 16);
-		for (ssize_t i = 0; i < n; i++)
-			done.push_back(e[i].op_context);
-	}
-	std::vector<void *> done;
-};
+using Node = rxm_test::ContextNode;
 
 // Over the socket throughout: rxm moves a same-host peer to shm (FI_OFI_RXM_USE_SHM, on by
 // default) after its first messages, and then no socket is read at all.

@@ -92,6 +92,26 @@ public:
 	size_t name_len = 0;
 };
 
+// The node of tests that need only the contexts completed, in order, and a count of error
+// completions (rxm_coalesce_test, rxm_drain_read_test).
+struct ContextNode : RdmNode {
+	explicit ContextNode(fi_info *info) : RdmNode(info, {.cq_format = FI_CQ_FORMAT_CONTEXT}) {}
+	void poll()
+	{
+		fi_cq_entry e[16];
+		ssize_t n = fi_cq_read(cq, e, 16);
+		for (ssize_t i = 0; i < n; i++)
+			done.push_back(e[i].op_context);
+		if (n == -FI_EAVAIL) {
+			fi_cq_err_entry err{};
+			if (fi_cq_readerr(cq, &err, 0) == 1)
+				failed++;
+		}
+	}
+	std::vector<void *> done;
+	int failed = 0;
+};
+
 // Calls poll() on every node until done() holds or `limit` passed; true if it held.
 template <class Node>
 bool poll_until(const std::vector<Node *> &nodes, const std::function<bool()> &done,

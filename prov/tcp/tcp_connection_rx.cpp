@@ -144,8 +144,6 @@ void Connection::reset_rx()
 	parked_got_ = 0;
 }
 
-namespace {
-
 // The stage a progress_rx call reads into: one per thread (calls for different connections
 // run one after the other), taken by a nested call only if none is running. Allocated on the
 // thread's first read, not per call.
@@ -153,12 +151,16 @@ struct ThreadStage {
 	std::unique_ptr<uint8_t[]> bytes;
 	bool busy = false;
 };
+
+namespace {
+
 thread_local ThreadStage thread_stage;
 
 } // namespace
 
 void Connection::take_stage()
 {
+	thread_stage_ = &thread_stage;
 	if (kept_) {
 		// Bytes kept from the last call are read where they are (stage_pos_ onwards).
 		stage_ = kept_.get();
@@ -179,12 +181,13 @@ bool Connection::fresh_stage()
 	// The kept bytes are used up (a read is due only then).
 	kept_.reset();
 	stage_pos_ = stage_len_ = 0;
-	if (!thread_stage.busy) {
-		if (!thread_stage.bytes)
-			thread_stage.bytes.reset(new (std::nothrow) uint8_t[kStageSize]);
-		if (thread_stage.bytes) {
-			thread_stage.busy = true;
-			stage_ = thread_stage.bytes.get();
+	ThreadStage &shared = *thread_stage_;
+	if (!shared.busy) {
+		if (!shared.bytes)
+			shared.bytes.reset(new (std::nothrow) uint8_t[kStageSize]);
+		if (shared.bytes) {
+			shared.busy = true;
+			stage_ = shared.bytes.get();
 			stage_kind_ = StageKind::shared;
 			return true;
 		}
@@ -229,7 +232,7 @@ void Connection::put_stage()
 				memcpy(keep.get(), stage_ + stage_pos_, left);
 		}
 		if (stage_kind_ == StageKind::shared)
-			thread_stage.busy = false;
+			thread_stage_->busy = false;
 		own_stage_.reset();
 		kept_ = std::move(keep);
 		stage_pos_ = 0;

@@ -273,8 +273,15 @@ ssize_t CompletionQueue::readfrom(void *buf, size_t count, fi_addr_t *src_addr)
 	// lock-free count: a reader spinning on an empty queue (rxm's core CQ below its own)
 	// took this lock once more per pass for it. A count another thread changes meanwhile
 	// costs one extra or one skipped pass, which the next read makes up.
-	if (queued() == 0)
+	if (queued() == 0) {
 		progress_for_read(count);
+		// Still nothing (a busy poller's usual read): no lock either, unless the eventfd
+		// is set, which only the locked drain clears (an FI_GETWAIT fd polled without
+		// fi_trywait, a pending fi_cq_signal). A writer racing with this check is a write
+		// that came right after the read.
+		if (queued() == 0 && count && buf && !event_fd_set())
+			return -FI_EAGAIN;
+	}
 	LockGuard guard(lock_);
 	return read_locked(buf, count, src_addr);
 }

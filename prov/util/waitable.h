@@ -141,6 +141,8 @@ protected:
 	void note_drained();
 	// At the start of a read: the owner is not asleep on an exported fd any more.
 	void note_read() noexcept { armed_.store(false, std::memory_order_relaxed); }
+	// The eventfd may be readable: only a locked drain (note_drained) clears it.
+	bool event_fd_set() const noexcept { return event_fd_set_.load(std::memory_order_relaxed); }
 
 	// Blocks until an event, an interrupt or the deadline. Returns 0 when woken (caller
 	// re-checks), -FI_EAGAIN on timeout or interrupt. Callers must register as a waiter

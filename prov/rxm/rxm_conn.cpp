@@ -270,6 +270,7 @@ int RxmEndpoint::setup_core_ep(RxmConn *conn, struct fi_info *info)
 		b.conn = conn;
 		b.data = conn->rx_slab.data() + i * size;
 	}
+	start_core_inplace(conn); // before any receive can take a message (rxm_shm_direct.cpp)
 	// Receives go up before the connection does, so nothing the peer sends first is lost;
 	// cores that refuse that get them on FI_CONNECTED.
 	void *desc = conn->rx_mr ? fi_mr_desc(conn->rx_mr) : nullptr;
@@ -332,6 +333,7 @@ int RxmEndpoint::start_connect(RxmConn *conn)
 void RxmEndpoint::close_core(RxmConn *conn)
 {
 	if (conn->core_ep) {
+		stop_core_inplace(conn);
 		retired_.push_back({conn, conn->core_ep});
 		conn->core_ep = nullptr; // its events and completions no longer reach this conn
 	}

@@ -17,6 +17,7 @@
 
 #include <rdma/fi_eq.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -83,6 +84,11 @@ public:
 	uint8_t shm_secret[kShmSecretSize] = {};
 	Slab shm_rx_slab;
 	std::vector<RxBuffer> shm_rx;
+	// Messages declined by rxm_shm_direct.cpp that took a receive buffer (shm_rx, or rx
+	// with core_inplace) and are not handled yet: later ones wait behind them. Counted in
+	// shm's progress (maybe another thread's).
+	std::atomic<uint32_t> inplace_rx_in_cq{0};
+	bool core_inplace = false; // the core offers this connection's messages in place
 
 	Slab rx_slab;
 	std::vector<RxBuffer> rx;

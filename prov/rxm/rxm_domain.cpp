@@ -77,7 +77,8 @@ RxmDomain::RxmDomain(RxmFabric &fabric, const struct fi_info *info, void *contex
 	  flow_ctrl_(core_ops<ofi_flow_ctrl_ops>(core_.get(), OFI_FLOW_CTRL_OPS_NAME)),
 	  rx_hold_(core_ops<ofi_rx_hold_ops>(core_.get(), OFI_RX_HOLD_OPS_NAME)),
 	  quiet_(core_ops<ofi_quiet_ops>(core_.get(), OFI_QUIET_OPS_NAME)),
-	  rx_place_(core_ops<ofi_rx_place_ops>(core_.get(), OFI_RX_PLACE_OPS_NAME))
+	  rx_place_(core_ops<ofi_rx_place_ops>(core_.get(), OFI_RX_PLACE_OPS_NAME)),
+	  rx_inplace_(core_ops<ofi_rx_inplace_ops>(core_.get(), OFI_RX_INPLACE_OPS_NAME))
 {
 	// rxm marks with FI_MORE the sends its application will come back for (bursts it
 	// wants coalesced); any other send of its core must leave at once (send_hold_ops.h).

@@ -15,6 +15,7 @@
 #include "prov/util/quiet_ops.h"
 #include "prov/util/send_hold_ops.h"
 #include "prov/util/rx_hold_ops.h"
+#include "prov/util/rx_inplace_ops.h"
 #include "prov/util/rx_place_ops.h"
 
 #include <atomic>
@@ -68,6 +69,8 @@ public:
 	bool core_holds_more() const { return core_holds_more_; }
 	// The core's placement of messages by their header (our tcp), or nullptr.
 	const struct ofi_rx_place_ops *rx_place() const { return rx_place_; }
+	// The core's messages consumed where they arrive (our shm as the core), or nullptr.
+	const struct ofi_rx_inplace_ops *rx_inplace() const { return rx_inplace_; }
 
 	// Same-host peers (rxm_shm_domain.cpp, README.md "Same-host peers over shm"): the shm
 	// fabric and domain every endpoint's shm side uses, opened on first use. MRs are per
@@ -133,6 +136,7 @@ private:
 	struct ofi_quiet_ops *quiet_ = nullptr;
 	bool core_holds_more_ = false;
 	struct ofi_rx_place_ops *rx_place_ = nullptr;
+	struct ofi_rx_inplace_ops *rx_inplace_ = nullptr;
 	// Guards mrs_ and the opening of the shm domain (an MR registered meanwhile gets its
 	// twin either from mr_regattr or from twin_registered_mrs, never from both or neither).
 	std::mutex mr_lock_;

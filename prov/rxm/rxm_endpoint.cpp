@@ -703,7 +703,9 @@ void RxmEndpoint::progress()
 
 size_t RxmEndpoint::drain_core_cq()
 {
-	return drain_cq(core_cq_);
+	size_t handled = drain_cq(core_cq_) + taken_in_place_; // rxm_shm_direct.cpp
+	taken_in_place_ = 0;
+	return handled;
 }
 
 size_t RxmEndpoint::drain_cq(struct fid_cq *cq)

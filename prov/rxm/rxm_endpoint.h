@@ -23,6 +23,7 @@
 #include "prov/rxm/rxm_ops.h"
 #include "prov/util/endpoint.h"
 #include "prov/util/lock.h"
+#include "prov/util/rx_inplace_ops.h"
 #include "prov/util/rx_place_ops.h"
 
 #include <rdma/fabric.h>
@@ -470,6 +471,18 @@ private:
 	void shm_up(RxmConn *conn);       // FI_CONNECTED on its shm endpoint
 	void shm_commit(RxmConn *conn);   // queues our shm_moved marker
 	void post_shm_rx(RxmConn *conn);
+	// Messages consumed in shm's ring (rxm_shm_direct.cpp, util/rx_inplace_ops.h), on a
+	// moved peer's shm endpoint or on the core endpoint when the core offers it.
+	void start_shm_direct(RxmConn *conn);
+	void stop_shm_direct(RxmConn *conn);
+	static int shm_consume_thunk(void *arg,
+				     const struct ofi_rx_inplace_request *req) noexcept;
+	bool consume_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req);
+	bool take_from_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req);
+	void on_inplace_buffer_back(RxmConn *conn);
+	void start_core_inplace(RxmConn *conn); // shm as the core: its core endpoint too
+	void stop_core_inplace(RxmConn *conn);
+	size_t taken_in_place_ = 0; // since progress last looked: counts as handled
 	// A failure of the shm side: before the switch the connection stays on the core for
 	// good; after it, the whole connection fails.
 	void shm_failed(RxmConn *conn, int err, const char *why);

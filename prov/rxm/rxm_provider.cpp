@@ -59,8 +59,9 @@ void define_params()
 	fi_param_define(&rxm_prov, "direct_recv", FI_PARAM_BOOL,
 			"With a shared receive context of a core that offers it (tcp), have an "
 			"eager message that matches a posted receive placed by the core straight "
-			"into that receive instead of into a receive buffer copied out after "
-			"(default: yes).");
+			"into that receive instead of into a receive buffer copied out after; over "
+			"shm, have such a message copied from shm's ring straight into that "
+			"receive (default: yes).");
 	fi_param_define(&rxm_prov, "data_auto_progress", FI_PARAM_BOOL,
 			"Progress data transfers from a background thread even when the "
 			"application asked for manual progress (default: no).");

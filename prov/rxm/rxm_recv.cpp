@@ -419,6 +419,8 @@ void RxmEndpoint::on_rx_buffer(RxBuffer *buf, size_t len)
 {
 	if (!buf->conn)
 		on_srx_buffer_back(buf); // handled now: later messages may be placed directly
+	else if (buf->on_shm || buf->conn->core_inplace)
+		on_inplace_buffer_back(buf->conn); // ... or consumed in shm's ring
 	WireHeader hdr;
 	std::span<const uint8_t> message(buf->data, len);
 	bool malformed = decode_message(message, &hdr) != 0;

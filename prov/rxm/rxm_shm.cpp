@@ -90,7 +90,8 @@ void RxmEndpoint::close_shm_side()
 
 size_t RxmEndpoint::shm_progress()
 {
-	size_t handled = drain_cq(shm_->cq);
+	size_t handled = drain_cq(shm_->cq) + taken_in_place_;
+	taken_in_place_ = 0;
 	// Reading the shm EQ costs a pass of the shm fabric's engine: every call only while a
 	// shm connection is being set up, else (requests, shutdowns) at least every 50 us.
 	auto now = std::chrono::steady_clock::now();
@@ -205,6 +206,9 @@ void RxmEndpoint::post_shm_rx(RxmConn *conn)
 		return;
 	}
 	conn->shm_rx.resize(kShmRxBuffers);
+	// Before the first fi_recv, which reads the ring at once: a message it puts in a buffer
+	// must be counted, or a later one would be taken before it (rxm_shm_direct.cpp).
+	start_shm_direct(conn);
 	for (size_t i = 0; i < kShmRxBuffers; i++) {
 		RxBuffer &b = conn->shm_rx[i];
 		b.core.kind = CoreOpKind::rx_buffer;
@@ -226,6 +230,7 @@ void RxmEndpoint::close_shm(RxmConn *conn)
 {
 	if (!conn->shm_ep)
 		return;
+	stop_shm_direct(conn);
 	shm_retired_.push_back({conn, conn->shm_ep});
 	conn->shm_ep = nullptr; // its events and completions no longer reach this conn
 	if (conn->shm_state == ShmState::connecting || conn->shm_state == ShmState::accepting)

@@ -18,6 +18,7 @@
 #include <cstdint>
 
 struct ofi_shm_peer_ops;
+struct ofi_rx_inplace_ops;
 
 namespace rxm {
 
@@ -42,6 +43,8 @@ struct ShmPath {
 	size_t iov_limit = 1;
 	// Our shm's kernel-given peer pid (prov/shm/shm_peer_ops.h); null over another shm.
 	struct ofi_shm_peer_ops *peer_ops = nullptr;
+	// Our shm's messages consumed in the ring (prov/util/rx_inplace_ops.h), or null.
+	struct ofi_rx_inplace_ops *inplace_ops = nullptr;
 	CoreWaitFds cq_wait;
 	CoreWaitFds eq_wait;
 	bool wait_registered = false;

@@ -10,6 +10,7 @@
 #include "prov/rxm/rxm_endpoint.h"
 #include "prov/rxm/rxm_provider.h"
 #include "prov/shm/shm_peer_ops.h"
+#include "prov/util/rx_inplace_ops.h"
 
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -197,6 +198,9 @@ int RxmEndpoint::open_shm()
 	if (fi_open_ops(&path->domain->fid, OFI_SHM_PEER_OPS_NAME, 0,
 			reinterpret_cast<void **>(&path->peer_ops), nullptr) != 0)
 		path->peer_ops = nullptr;
+	if (fi_open_ops(&path->domain->fid, OFI_RX_INPLACE_OPS_NAME, 0,
+			reinterpret_cast<void **>(&path->inplace_ops), nullptr) != 0)
+		path->inplace_ops = nullptr;
 	shm_ = std::move(path);
 	RXM_INFO(FI_LOG_EP_CTRL, "shm side open, listening on %.*s\n",
 		 static_cast<int>(sizeof(shm_->name)), shm_->name);

@@ -32,6 +32,7 @@
 #include "prov/util/endpoint.h"
 #include "prov/util/progress_engine.h"
 #include "prov/util/ring.h"
+#include "prov/util/rx_inplace_ops.h"
 
 #include <rdma/fi_rma.h>
 
@@ -68,6 +69,8 @@ public:
 	int accept(const void *param, size_t paramlen);
 	int shutdown(uint64_t flags);
 	int peer_pid(pid_t *pid); // SO_PEERCRED of the connection's socket (shm_peer_ops.cpp)
+	// util/rx_inplace_ops.h (shm_peer_ops.cpp): messages shown to a consumer in the ring.
+	int set_consumer(ofi_rx_inplace_fn consume, void *arg);
 
 	// ---- fi_ops_msg (shm_endpoint_msg.cpp) ----
 	ssize_t recv(void *buf, size_t len, void *desc, fi_addr_t src_addr, void *context);
@@ -192,6 +195,8 @@ private:
 	// shm_endpoint_rx.cpp: false when the peer broke the protocol (connection failed).
 	bool drain_rx();
 	bool take_slot(const SlotHeader &header, const uint8_t *payload);
+	// Shows the message to the consumer; true when it took it where it lies (one slot).
+	bool consumed_in_place(const SlotHeader &header, const uint8_t *payload);
 	void finish_incoming();
 	// Whether the next operation in the ring, of type `op`, can be taken now.
 	bool ready_for(uint32_t op);
@@ -249,6 +254,8 @@ private:
 	ShmAddress peer_{};
 	bool have_peer_ = false;
 	bool from_request_ = false; // opened from an FI_CONNREQ: waits for fi_accept
+	ofi_rx_inplace_fn consume_ = nullptr; // set_consumer's
+	void *consume_arg_ = nullptr;
 };
 
 } // namespace shm

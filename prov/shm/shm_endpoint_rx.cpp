@@ -58,14 +58,33 @@ bool ShmEndpoint::drain_rx()
 			const uint8_t *slot = rx_ring_.slot();
 			SlotHeader header;
 			memcpy(&header, slot, sizeof(header));
-			if (!incoming_.active && !ready_for(header.op))
-				return true;
-			if (!take_slot(header, slot + sizeof(header)))
-				return false;
+			const uint8_t *payload = slot + sizeof(header);
+			if (!consumed_in_place(header, payload)) {
+				if (!incoming_.active && !ready_for(header.op))
+					return true;
+				if (!take_slot(header, payload))
+					return false;
+			}
 			if (rx_ring_.release())
 				ring_doorbell(peer_bell_);
 		}
 	}
+}
+
+bool ShmEndpoint::consumed_in_place(const SlotHeader &h, const uint8_t *payload)
+{
+	// Every message is shown, checked as take_slot would first (a forged one is not offered
+	// and fails the connection there); only a whole one in this slot without CQ data can be
+	// taken. The others are shown so the consumer knows which receive they take (order).
+	if (!consume_ || incoming_.active || h.op != kOpMsg || !valid_slot(h))
+		return false;
+	bool whole = h.flags == kSlotFirst && h.len == h.total;
+	while (!rx_queue_.empty() && rx_queue_.front().canceled)
+		rx_queue_.pop();
+	ofi_rx_inplace_request request{whole ? payload : nullptr, whole ? h.len : h.total,
+				       rx_queue_.empty() ? nullptr : rx_queue_.front().context};
+	int taken = consume_(consume_arg_, &request);
+	return whole && taken == 1;
 }
 
 bool ShmEndpoint::valid_slot(const SlotHeader &h) const

@@ -1,5 +1,6 @@
-// The shm domain's ops extension (shm_peer_ops.h): the kernel's word on who holds the other
-// end of a shm connection.
+// The shm domain's ops extensions: the kernel's word on who holds the other end of a shm
+// connection (shm_peer_ops.h), and one-slot messages consumed in the ring
+// (util/rx_inplace_ops.h).
 #include "prov/shm/shm_peer_ops.h"
 
 #include "prov/shm/shm_domain.h"
@@ -31,6 +32,19 @@ struct ofi_shm_peer_ops peer_ops = {
 	peer_pid,
 };
 
+int set_consumer(struct fid_ep *ep, ofi_rx_inplace_fn consume, void *arg)
+{
+	auto *e = util::fid_cast<ShmEndpoint>(ep ? &ep->fid : nullptr, FI_CLASS_EP);
+	if (!e)
+		return -FI_EINVAL;
+	return e->set_consumer(consume, arg);
+}
+
+struct ofi_rx_inplace_ops inplace_ops = {
+	sizeof(struct ofi_rx_inplace_ops),
+	set_consumer,
+};
+
 } // namespace
 
 UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<ShmDomain>().ops_open);
@@ -41,9 +55,20 @@ int ShmDomain::ops_open(const char *name, uint64_t flags, void **ops, void *)
 		return -FI_EINVAL;
 	if (flags)
 		return -FI_EBADFLAGS;
-	if (std::strcmp(name, OFI_SHM_PEER_OPS_NAME) != 0)
+	if (std::strcmp(name, OFI_SHM_PEER_OPS_NAME) == 0)
+		*ops = &peer_ops;
+	else if (std::strcmp(name, OFI_RX_INPLACE_OPS_NAME) == 0)
+		*ops = &inplace_ops;
+	else
 		return -FI_ENOSYS;
-	*ops = &peer_ops;
+	return 0;
+}
+
+int ShmEndpoint::set_consumer(ofi_rx_inplace_fn consume, void *arg)
+{
+	util::LockGuard guard(domain().lock());
+	consume_ = consume;
+	consume_arg_ = consume ? arg : nullptr;
 	return 0;
 }
 

@@ -739,6 +739,39 @@ TEST_F(RxmLoopback, DeliveryCompleteWaitsForTheReceiver)
 	}
 }
 
+TEST_F(RxmLoopback, MessagesTakingBothReceivePathsStayInOrder)
+{
+	// Over a core that lets rxm take messages where they arrive (tcp's direct receives,
+	// shm's ring), a delivery-complete message still goes through a receive buffer: the
+	// plain messages sent after it, ready in the same progress pass, must not overtake it.
+	int warm_s, warm_r;
+	char warm = 0;
+	ASSERT_EQ(0, fi_recv(b->ep, &warm, 1, nullptr, FI_ADDR_UNSPEC, &warm_r));
+	ASSERT_EQ(0, fi_send(a->ep, "w", 1, nullptr, b_at_a, &warm_s));
+	ASSERT_FALSE(wait_for(*a, &warm_s).error);
+	ASSERT_FALSE(wait_for(*b, &warm_r).error);
+	progress_for(200); // a same-host pair has moved to shm by now
+	constexpr int kCount = 6;
+	uint32_t in[kCount] = {};
+	int sctx[kCount], rctx[kCount];
+	for (int i = 0; i < kCount; i++)
+		ASSERT_EQ(0, fi_recv(b->ep, &in[i], sizeof(in[i]), nullptr, FI_ADDR_UNSPEC, &rctx[i]));
+	uint32_t out[kCount];
+	for (int i = 0; i < kCount; i++) {
+		out[i] = 1000 + static_cast<uint32_t>(i);
+		iovec iov{&out[i], sizeof(out[i])};
+		fi_msg msg{&iov, nullptr, 1, b_at_a, &sctx[i], 0};
+		uint64_t flags = FI_COMPLETION | (i % 3 == 0 ? FI_DELIVERY_COMPLETE : 0);
+		ASSERT_EQ(0, fi_sendmsg(a->ep, &msg, flags));
+	}
+	for (int i = 0; i < kCount; i++) {
+		ASSERT_FALSE(wait_for(*b, &rctx[i]).error);
+		EXPECT_EQ(1000u + i, in[i]) << "receive " << i;
+	}
+	for (int i = 0; i < kCount; i++)
+		EXPECT_FALSE(wait_for(*a, &sctx[i]).error);
+}
+
 TEST_F(RxmLoopback, ConcurrentSendersOnOneEndpoint)
 {
 	// FI_THREAD_SAFE: two threads send on A at once while this thread drives B.

@@ -4,6 +4,7 @@
 #include "prov/shm/shm_cm.h"
 #include "prov/shm/shm_segment.h"
 #include "prov/shm/test/shm_test_pair.h"
+#include "prov/util/rx_inplace_ops.h"
 
 #include <gtest/gtest.h>
 
@@ -14,6 +15,7 @@
 
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace {
@@ -187,6 +189,64 @@ TEST_F(ShmForged, AValidEntryIsDelivered)
 	ASSERT_EQ(1, p.wait_cq(p.server_cq, &e));
 	EXPECT_EQ(3u, e.len);
 	EXPECT_STREQ("ok", buf);
+}
+
+// With a consumer taking messages in the ring (rx_inplace_ops.h), a forged slot is checked
+// before it is offered: never shown to the consumer, the connection fails as without one.
+class ShmForgedInPlace : public ShmForged {
+protected:
+	void SetUp() override
+	{
+		ShmForged::SetUp();
+		ofi_rx_inplace_ops *ops = nullptr;
+		ASSERT_EQ(0, fi_open_ops(&p.domain->fid, OFI_RX_INPLACE_OPS_NAME, 0,
+					 reinterpret_cast<void **>(&ops), nullptr));
+		ASSERT_EQ(0, ops->set_consumer(p.server, consume, this));
+	}
+	static int consume(void *arg, const ofi_rx_inplace_request *req)
+	{
+		auto *self = static_cast<ShmForgedInPlace *>(arg);
+		self->offered.assign(static_cast<const char *>(req->msg), req->len);
+		self->offers++;
+		return 1;
+	}
+	int offers = 0;
+	std::string offered;
+};
+
+TEST_F(ShmForgedInPlace, LengthBeyondTheSlotIsNotOffered)
+{
+	peer.forge(shm::kSlotFirst, shm::kSlotPayload + 1, shm::kSlotPayload + 1);
+	expect_failed();
+	EXPECT_EQ(0, offers);
+}
+
+TEST_F(ShmForgedInPlace, LengthDisagreeingWithTotalIsNotOffered)
+{
+	peer.forge(shm::kSlotFirst, 5, 4);
+	expect_failed();
+	EXPECT_EQ(0, offers);
+}
+
+TEST_F(ShmForgedInPlace, UnknownFlagsAreNotOffered)
+{
+	peer.forge(shm::kSlotFirst | 0x80, 1, 1);
+	expect_failed();
+	EXPECT_EQ(0, offers);
+}
+
+TEST_F(ShmForgedInPlace, AValidEntryIsOfferedWhereItLies)
+{
+	shm::SlotHeader h{};
+	h.op = shm::kOpMsg;
+	h.flags = shm::kSlotFirst;
+	h.len = 3;
+	h.total = 3;
+	peer.put(h, "ok");
+	EXPECT_TRUE(p.cq_stays_empty(p.server_cq, 50));
+	EXPECT_EQ(1, offers);
+	EXPECT_EQ(std::string("ok", 3), offered);
+	EXPECT_EQ(1u, peer.ring().control.tail.load()); // the slot is free again
 }
 
 TEST_F(ShmForged, AnAckForNoOperation)

@@ -1,0 +1,113 @@
+// Messages consumed in shm's ring (prov/util/rx_inplace_ops.h), on the shm endpoint of a
+// moved peer (tcp;ofi_rxm) and on the core endpoint when shm is the core (shm;ofi_rxm):
+// during shm's progress, each message that fits one ring slot is offered to rxm where it
+// lies; an eager one is decoded, matched and copied once, from the ring into the
+// application's buffer (or, unexpected, into rxm's unexpected store), and its slot released.
+// Before, shm copied it into one of the connection's receive buffers and wrote a shm CQ
+// entry, which rxm read back, decoded, copied out of and reposted to shm (`repost`): two
+// copies, a CQ round trip and a fi_recv per message. Anything else (other operations,
+// delivery-complete senders, a peer at its unexpected budget, a malformed message) is
+// declined and takes a receive buffer as before; the error paths stay there.
+//
+// The slot is the peer's memory: the header is copied out before it is decoded, and the
+// payload is only copied (a peer rewriting it meanwhile garbles only its own message); the
+// length is shm's, checked against the slot.
+//
+// Order: one connection's messages must be matched in order. A declined message that takes
+// a receive buffer (shm shows the ones it cannot offer too: longer than a slot) is matched
+// only when rxm reads its shm CQ entry, so until then
+// (inplace_rx_in_cq) every later message of the connection is declined too. Not over a core
+// with credit flow control: its credits come back with reposted buffers.
+//
+// Locks: the offer runs inside shm's progress, under the shm domain's lock (shared by the
+// endpoints of an rxm domain), maybe on another endpoint's thread: it only tries this
+// endpoint's lock, as direct receives over tcp do (rxm_direct_recv.cpp).
+#include "prov/rxm/rxm_domain.h"
+#include "prov/rxm/rxm_endpoint.h"
+#include "prov/rxm/rxm_provider.h"
+
+#include "prov/util/rx_inplace_ops.h"
+
+#include <cstring>
+
+namespace rxm {
+
+void RxmEndpoint::start_shm_direct(RxmConn *conn)
+{
+	if (shm_ && shm_->inplace_ops && conn->shm_ep && params().direct_recv)
+		shm_->inplace_ops->set_consumer(conn->shm_ep, shm_consume_thunk, conn);
+}
+
+void RxmEndpoint::stop_shm_direct(RxmConn *conn)
+{
+	if (shm_ && shm_->inplace_ops && conn->shm_ep)
+		shm_->inplace_ops->set_consumer(conn->shm_ep, nullptr, nullptr);
+}
+
+void RxmEndpoint::start_core_inplace(RxmConn *conn)
+{
+	const ofi_rx_inplace_ops *ops = domain_->rx_inplace();
+	if (ops && conn->core_ep && !srx_ && !domain_->flow_ctrl() && params().direct_recv)
+		conn->core_inplace = ops->set_consumer(conn->core_ep, shm_consume_thunk, conn) == 0;
+}
+
+void RxmEndpoint::stop_core_inplace(RxmConn *conn)
+{
+	if (conn->core_inplace && conn->core_ep)
+		domain_->rx_inplace()->set_consumer(conn->core_ep, nullptr, nullptr);
+	conn->core_inplace = false;
+}
+
+int RxmEndpoint::shm_consume_thunk(void *arg, const struct ofi_rx_inplace_request *req) noexcept
+{
+	try {
+		auto *conn = static_cast<RxmConn *>(arg);
+		return conn->ep->consume_shm(conn, req) ? 1 : 0;
+	} catch (...) {
+		return 0; // declined: a receive buffer takes it as before
+	}
+}
+
+bool RxmEndpoint::consume_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req)
+{
+	bool taken = false;
+	if (lock_.try_lock()) {
+		taken = take_from_shm(conn, req);
+		lock_.unlock();
+	}
+	if (!taken && req->rx_context)
+		conn->inplace_rx_in_cq.fetch_add(1, std::memory_order_relaxed);
+	return taken;
+}
+
+bool RxmEndpoint::take_from_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req)
+{
+	if (conn->inplace_rx_in_cq.load(std::memory_order_relaxed) ||
+	    conn->state == ConnState::closed || conn->rx_held || conn->sar.active() ||
+	    !req->msg || req->len < kWireHeaderSize)
+		return false;
+	uint8_t head[kWireHeaderSize];
+	memcpy(head, req->msg, sizeof(head)); // decoded from our copy: the peer may rewrite it
+	WireHeader hdr;
+	if (decode_message_header(head, req->len, &hdr) || hdr.op != WireOp::eager ||
+	    (hdr.flags & wire_flag::delivery_complete))
+		return false;
+	// An unexpected message is buffered here too, unless it would take the peer over its
+	// budget: holding the peer (rxm_unexpected_budget.cpp) may call into a core.
+	size_t payload_len = req->len - kWireHeaderSize;
+	if (conn->unexpected_bytes + sizeof(Unexpected) + payload_len + kWireHeaderSize >
+	    params().unexpected_budget)
+		return false;
+	const auto *bytes = static_cast<const uint8_t *>(req->msg);
+	handle_first(conn, hdr, {bytes + kWireHeaderSize, payload_len});
+	taken_in_place_++;
+	return true;
+}
+
+void RxmEndpoint::on_inplace_buffer_back(RxmConn *conn)
+{
+	if (conn->inplace_rx_in_cq.load(std::memory_order_relaxed))
+		conn->inplace_rx_in_cq.fetch_sub(1, std::memory_order_relaxed);
+}
+
+} // namespace rxm

@@ -67,6 +67,8 @@ ssize_t ShmEndpoint::post_send(const iovec *iov, size_t count, void *context, ui
 		return ret;
 	if (state_ != State::connected && state_ != State::connecting)
 		return -FI_ENOTCONN;
+	if (send_one_slot(iov, count, total, context, flags, data))
+		return 0;
 	if (inject && (ret = check_inject_room()) != 0)
 		return ret;
 	if (tx_queue_.full())
@@ -79,26 +81,42 @@ ssize_t ShmEndpoint::post_send(const iovec *iov, size_t count, void *context, ui
 	e.flags = flags;
 	e.has_data = (flags & FI_REMOTE_CQ_DATA) != 0;
 	e.data = data;
-	if (send_now(e))
-		return 0;
 	tx_queue_.push(e);
 	if (state_ == State::connected)
 		push_tx();
 	return 0;
 }
 
-bool ShmEndpoint::send_now(TxEntry &e)
+bool ShmEndpoint::send_one_slot(const iovec *iov, size_t count, size_t total, void *context,
+				uint64_t flags, uint64_t data)
 {
-	// A message of one slot with nothing queued before it goes straight into the ring and
-	// completes here, without a trip through tx_queue_ (a copy in, a copy out, the loop).
+	// The common small message: one slot, nothing queued before it (answers we owe go
+	// first), room in the ring. Written straight from the caller's iovecs: no TxEntry.
 	uint32_t free_slots = 0;
-	if (state_ != State::connected || e.total > kSlotPayload || !tx_queue_.empty() ||
+	if (state_ != State::connected || total > kSlotPayload || !tx_queue_.empty() ||
 	    !responses_.empty() || !tx_ring_.free_slots(&free_slots) || free_slots == 0)
-		return false; // (a corrupt tail is reported by push_tx, on the queued path)
-	fill_slot(e, tx_ring_.slot(0));
+		return false; // (a corrupt tail is reported on the general path)
+	bool has_data = (flags & FI_REMOTE_CQ_DATA) != 0;
+	uint8_t *slot = tx_ring_.slot(0);
+	SlotHeader h{};
+	h.op = kOpMsg;
+	h.flags = kSlotFirst | (has_data ? kSlotCqData : 0);
+	h.len = static_cast<uint32_t>(total);
+	h.total = total;
+	h.cq_data = has_data ? data : 0;
+	memcpy(slot, &h, sizeof(h));
+	uint8_t *dst = slot + sizeof(h);
+	for (size_t i = 0; i < count; i++) {
+		if (iov[i].iov_len)
+			memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+		dst += iov[i].iov_len;
+	}
 	if (tx_ring_.publish(1))
 		ring_doorbell(peer_bell_);
-	finish_tx(e);
+	if (flags & kNoCqEntry)
+		count_tx(FI_SEND | FI_MSG);
+	else
+		complete_tx(flags, context, FI_SEND | FI_MSG, total);
 	return true;
 }
 

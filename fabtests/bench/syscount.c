@@ -30,13 +30,13 @@
 enum {
 	C_epoll_wait, C_epoll_pwait, C_poll, C_ppoll, C_read, C_write, C_readv, C_writev,
 	C_recv, C_recvfrom, C_recvmsg, C_send, C_sendto, C_sendmsg, C_eventfd_read,
-	C_eventfd_write, C_sched_yield, C_count
+	C_eventfd_write, C_sched_yield, C_process_vm_readv, C_count
 };
 
 static const char *const names[C_count] = {
 	"epoll_wait", "epoll_pwait", "poll", "ppoll", "read", "write", "readv", "writev",
 	"recv", "recvfrom", "recvmsg", "send", "sendto", "sendmsg", "eventfd_read",
-	"eventfd_write", "sched_yield",
+	"eventfd_write", "sched_yield", "process_vm_readv",
 };
 
 static uint64_t calls[C_count], ready[C_count];
@@ -164,6 +164,14 @@ int sched_yield(void)
 {
 	REAL(int, sched_yield, (void));
 	return (int)note(C_sched_yield, real());
+}
+
+ssize_t process_vm_readv(pid_t pid, const struct iovec *local, unsigned long nlocal,
+			 const struct iovec *remote, unsigned long nremote, unsigned long flags)
+{
+	REAL(ssize_t, process_vm_readv, (pid_t, const struct iovec *, unsigned long,
+					 const struct iovec *, unsigned long, unsigned long));
+	return note(C_process_vm_readv, real(pid, local, nlocal, remote, nremote, flags));
 }
 
 __attribute__((destructor)) static void report(void)

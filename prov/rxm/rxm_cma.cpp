@@ -5,7 +5,11 @@
 
 #include <rdma/fi_errno.h>
 
+#include <pthread.h>
 #include <sys/random.h>
+#include <unistd.h>
+
+#include <atomic>
 
 #include <cerrno>
 #include <climits>
@@ -34,7 +38,22 @@ size_t slice(size_t count, Get get, uint64_t from, uint64_t len, iovec *out, siz
 	return n;
 }
 
+std::atomic<uint32_t> self_pid{0};
+
+void forget_pid_in_child() { self_pid.store(0, std::memory_order_relaxed); }
+[[maybe_unused]] const int atfork_registered = pthread_atfork(nullptr, nullptr, forget_pid_in_child);
+
 } // namespace
+
+uint32_t cma_self_pid()
+{
+	uint32_t pid = self_pid.load(std::memory_order_relaxed);
+	if (!pid) {
+		pid = static_cast<uint32_t>(getpid());
+		self_pid.store(pid, std::memory_order_relaxed);
+	}
+	return pid;
+}
 
 void encode_cma_offer(const CmaOffer &offer, uint8_t *out)
 {

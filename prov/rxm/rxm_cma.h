@@ -8,6 +8,12 @@
 // token bytes from that pid and compares. A peer on another host or in another pid namespace
 // fails the check (no such process, no permission, other bytes) and its data keeps coming
 // through the socket.
+//
+// Keyless offers: once the peer answered a pulled rendezvous done, the sender registers
+// nothing for its next rendezvous (wire_flag::cma_only; keys 0): a registration, its shm
+// twin, their binds and closes cost more than the pull's own bookkeeping, and without keys
+// the buffers are reachable by nothing but that pull. A keyless pull that fails fails the
+// message (there is no RMA read to fall back on).
 #ifndef OFI_PROV_RXM_CMA_H
 #define OFI_PROV_RXM_CMA_H
 
@@ -42,6 +48,10 @@ struct CmaOffer {
 void encode_cma_offer(const CmaOffer &offer, uint8_t *out);
 // -FI_EIO unless the payload is exactly one well-formed offer (pid in 1..INT32_MAX).
 int decode_cma_offer(std::span<const uint8_t> payload, CmaOffer *offer);
+
+// This process's pid, without a system call per rendezvous (glibc does not cache getpid);
+// refreshed in the child of every fork.
+uint32_t cma_self_pid();
 
 // Fills token with random bytes; false when the kernel gives none.
 bool cma_make_token(uint8_t (&token)[kCmaTokenSize]);

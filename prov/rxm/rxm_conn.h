@@ -70,7 +70,7 @@ public:
 	bool trim_listed = false;       // in the endpoint's trim_candidates_
 	// Same-host rendezvous (rxm_cma.h). As receiver: the peer's proved pid, -1 once the proof
 	// or a pull failed, 0 not tried. As sender: 1 the peer pulls our rendezvous data by
-	// process_vm_readv, -1 it does not, 0 not known yet.
+	// process_vm_readv (our offers then carry no keys), -1 it does not, 0 not known yet.
 	int8_t cma_peer_pulls = 0;
 	int32_t cma_peer_pid = 0;
 

@@ -174,11 +174,13 @@ void RxmEndpoint::choose_limits()
 	// bytes) must fit a bounce buffer. Only over byte-stream cores, where the alternative is
 	// two copies through the loopback socket, and where the kernel can tell who holds the far
 	// end: a peer's pid is believed only when it owns the kernel socket at the far end of the
-	// connection (rxm_cma_owner.h), which a core without kernel sockets (verbs) cannot show.
-	if (p.use_cma_set && p.use_cma && !byte_stream_core())
+	// connection (rxm_cma_owner.h), which a core without kernel sockets (verbs) cannot show;
+	// or over our shm, whose AF_UNIX socket names the peer's pid (prove_core_peer).
+	bool provable = byte_stream_core() || open_core_peer_ops();
+	if (p.use_cma_set && p.use_cma && !provable)
 		RXM_INFO(FI_LOG_EP_CTRL, "use_cma ignored: the core has no kernel sockets by which "
 					 "a same-host peer could be proved\n");
-	cma_ = byte_stream_core() && (!p.use_cma_set || p.use_cma) && !p.use_rndv_write &&
+	cma_ = provable && (!p.use_cma_set || p.use_cma) && !p.use_rndv_write &&
 	       domain_->rma_capable() &&
 	       rndv_payload_size(kRndvMaxSegments) + kCmaOfferSize <= eager_limit_ &&
 	       cma_make_token(cma_token_);

@@ -415,11 +415,21 @@ private:
 	// connections whose peer pulls by process_vm_readv (or may: not known yet).
 	bool cma_ = false;
 	size_t cma_rndv_min_ = SIZE_MAX;
+	// Over our shm as the core (shm;ofi_rxm): its kernel-given peer pids (rxm_rndv_cma.cpp).
+	struct ofi_shm_peer_ops *core_peer_ops_ = nullptr;
+	bool open_core_peer_ops();
+	int prove_core_peer(RxmConn *conn, uint32_t pid);
 	uint8_t cma_token_[16] = {}; // its address and value prove to peers who we are
 	// false: malformed offer. Proves the peer's pid on the first offer of a connection.
 	bool check_cma_offer(RxmConn *conn, std::span<const uint8_t> bytes, CmaOffer *offer);
-	// true: the rendezvous of op was pulled by process_vm_readv and op completed.
+	// true: the rendezvous of op was pulled by process_vm_readv and op completed (or, for
+	// a keyless offer that cannot be pulled, failed).
 	bool pull_by_cma(RecvOp *op, const uint64_t *cma_addr);
+	void fail_keyless_pull(RecvOp *op, int err);
+	// What a rendezvous done of op says about the peer's pulls (and op's fate).
+	void note_rndv_done(RxmConn *conn, TxOp *op, uint16_t done_flags);
+	// Our rendezvous offers to conn's peer go without keys: it proved it pulls them.
+	bool cma_keyless(const RxmConn *conn) const { return cma_ && conn->cma_peer_pulls > 0; }
 
 	// Same-host peers over shm (rxm_shm.cpp, README.md "Same-host peers over shm").
 	// The endpoint a connection's sends take: the core until our shm_moved marker left.

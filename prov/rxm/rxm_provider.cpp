@@ -39,9 +39,9 @@ void define_params()
 	fi_param_define(&rxm_prov, "use_cma", FI_PARAM_BOOL,
 			"When the peer is a process on this host (proved by reading a token from "
 			"its memory), pull rendezvous data with process_vm_readv, one copy, "
-			"instead of an RMA read through the core; any failure falls back to the "
-			"core for that connection (default: yes over byte-stream cores such as "
-			"tcp, no over others such as verbs).");
+			"instead of an RMA read through the core; a failed proof falls back to "
+			"the core for that connection (default: yes over byte-stream cores such "
+			"as tcp and over shm, no over others such as verbs).");
 	fi_param_define(&rxm_prov, "cma_rndv_min", FI_PARAM_SIZE_T,
 			"On connections whose peer pulls by process_vm_readv (see use_cma), "
 			"messages larger than this use rendezvous instead of eager or SAR "

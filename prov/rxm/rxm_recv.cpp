@@ -673,12 +673,8 @@ void RxmEndpoint::handle_rndv_done(RxmConn *conn, const WireHeader &hdr)
 		RXM_WARN(FI_LOG_EP_DATA, "unexpected rndv_done ignored\n");
 		return;
 	}
-	// Whether the peer pulled our offer decides the protocol of the next messages.
-	if (hdr.flags & wire_flag::cma)
-		conn->cma_peer_pulls = 1;
-	else if (op->hdr.flags & wire_flag::cma)
-		conn->cma_peer_pulls = -1;
 	IntrusiveList<TxOp>::remove(op);
+	note_rndv_done(conn, op, hdr.flags);
 	maybe_finish(op);
 }
 

@@ -263,8 +263,10 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 			op->iov[i] = iov[i];
 		op->iov_count = count;
 		// The peer reads the buffers (read rendezvous), or we write from them: nothing more.
+		// A peer that pulls our offers needs no keys (rxm_cma.h: keyless offers).
+		bool keyless = cma_keyless(conn);
 		uint64_t access = params().use_rndv_write ? FI_WRITE : FI_REMOTE_READ;
-		int ret = translate_desc(iov, desc, count, access, op);
+		int ret = keyless ? 0 : translate_desc(iov, desc, count, access, op);
 		TxBuffer *buf = ret ? nullptr : alloc_tx_buffer(conn);
 		if (!buf) {
 			free_op(op);
@@ -278,7 +280,7 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 			uint64_t addr = domain_->core_uses_virt_addr()
 						? reinterpret_cast<uintptr_t>(iov[i].iov_base)
 						: 0;
-			segs[nsegs++] = {addr, iov[i].iov_len, op->rndv_key[i]};
+			segs[nsegs++] = {addr, iov[i].iov_len, keyless ? 0 : op->rndv_key[i]};
 		}
 		WireHeader h = op->hdr;
 		h.op = WireOp::rndv_request;
@@ -286,8 +288,8 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 		encode_rndv({segs, nsegs}, buf->data + kWireHeaderSize);
 		if (cma_ && conn->cma_peer_pulls >= 0) {
 			CmaOffer offer;
-			// Asked each time: a forked child must not offer its parent's memory.
-			offer.pid = static_cast<uint32_t>(getpid());
+			// Never cached past a fork: a child must not offer its parent's memory.
+			offer.pid = cma_self_pid();
 			offer.token_addr = reinterpret_cast<uintptr_t>(cma_token_);
 			memcpy(offer.token, cma_token_, kCmaTokenSize);
 			for (size_t i = 0, n = 0; i < count; i++)
@@ -297,6 +299,10 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 			h.payload_len += kCmaOfferSize;
 			h.flags |= wire_flag::cma;
 			op->hdr.flags |= wire_flag::cma; // rndv_done tells whether the peer pulled
+			if (keyless) {
+				h.flags |= wire_flag::cma_only;
+				op->hdr.flags |= wire_flag::cma_only;
+			}
 		}
 		encode_header(h, buf->data);
 		buf->len = kWireHeaderSize + h.payload_len;

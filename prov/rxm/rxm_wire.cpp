@@ -33,6 +33,9 @@ static bool header_is_consistent(const WireHeader &h)
 {
 	if ((h.flags & wire_flag::cma) && h.op != WireOp::rndv_request && h.op != WireOp::rndv_done)
 		return false;
+	if ((h.flags & wire_flag::cma_only) &&
+	    (h.op != WireOp::rndv_request || !(h.flags & wire_flag::cma)))
+		return false;
 	switch (h.op) {
 	case WireOp::eager:
 		return h.total_len == h.payload_len && h.offset == 0;

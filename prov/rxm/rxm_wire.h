@@ -42,7 +42,11 @@ constexpr uint16_t rndv_write = 1 << 6;        // rendezvous by sender writes (a
 // rndv_request: a same-host offer (rxm_cma.h) follows the segments; rndv_done: the receiver
 // pulled the data by process_vm_readv.
 constexpr uint16_t cma = 1 << 7;
-constexpr uint16_t all = (1 << 8) - 1;
+// rndv_request (with cma): the segments carry no keys, nothing was registered: the peer
+// proved it pulls (it answered a pulled done before), so there is no RMA read to fall back
+// on; a done without cma fails the send.
+constexpr uint16_t cma_only = 1 << 8;
+constexpr uint16_t all = (1 << 9) - 1;
 } // namespace wire_flag
 
 struct WireHeader {

@@ -5,7 +5,8 @@
 #   pp_pair NAME PORT SERVER_PREFIX CLIENT_PREFIX SIZE: one server and its client, -S SIZE,
 #     every byte checked (-v), the out-of-band exchange on PORT+1; the prefixes (variable
 #     settings, or a command such as `unshare --pid --fork`) go before each side; logs are
-#     appended to $dir/NAME.srv and $dir/NAME.cli; a side that fails sets status=1.
+#     appended to $dir/NAME.srv and $dir/NAME.cli; a side that fails sets status=1;
+#     PP_PROV names another provider (default tcp;ofi_rxm).
 #   expect NAME FILE PATTERN yes|no: PATTERN is (yes) or is not (no) in FILE, else status=1
 #     and the file's tail.
 # The caller sets dir (a scratch directory) and status=0.
@@ -18,7 +19,7 @@ export LD_LIBRARY_PATH
 
 pp_pair() {
 	_name=$1 _port=$2 _srv_pre=$3 _cli_pre=$4 _size=$5
-	_args="-p tcp;ofi_rxm -e rdm -S $_size -I 3 -w 1 -v -E=$((_port + 1)) -T 30"
+	_args="-p ${PP_PROV:-tcp;ofi_rxm} -e rdm -S $_size -I 3 -w 1 -v -E=$((_port + 1)) -T 30"
 	# shellcheck disable=SC2086
 	env $_srv_pre timeout 60 "$PP" $_args -B "$_port" >>"$dir/$_name.srv" 2>&1 &
 	_server=$!

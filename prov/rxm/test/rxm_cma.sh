@@ -5,12 +5,17 @@
 #  2. FI_OFI_RXM_USE_CMA=0 at one peer: it refuses the offers, data comes through the socket,
 #     and the other peer stops offering;
 #  3. one peer in its own pid namespace (unshare, when allowed): its pid means nothing to the
-#     other, the token proof fails both ways, data comes through the socket.
+#     other, the token proof fails both ways, data comes through the socket;
+#  4. over "shm;ofi_rxm": the peer's pid is the one SO_PEERCRED gives for the shm socket, so
+#     peers pull there too, and a peer in its own pid namespace (whose pid the kernel gives
+#     us differently) is refused.
+# Once a peer pulled, the other offers without keys (no registration per rendezvous).
 # Ports 21111-21140. About 10 s.
 . "$(dirname "$0")/pingpong_pair.sh"
 export FI_LOG_LEVEL=info FI_LOG_PROV=ofi_rxm
 PULLED="rendezvous data pulled by process_vm_readv"
 REFUSED="not proved"
+KEYLESS="peer pulls our rendezvous offers: no registration"
 
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
@@ -34,10 +39,13 @@ SIZES="all 24579 32769 49155 98304 200003 262144"
 run default "" "" $SIZES
 expect default "$dir/default.srv" "$PULLED" yes
 expect default "$dir/default.cli" "$PULLED" yes
+expect default "$dir/default.srv" "$KEYLESS" yes
+expect default "$dir/default.cli" "$KEYLESS" yes
 
 run refused "FI_OFI_RXM_USE_CMA=0" "" $SIZES
 expect refused "$dir/refused.srv" "$PULLED" no
 expect refused "$dir/refused.cli" "$PULLED" no
+expect refused "$dir/refused.cli" "$KEYLESS" no
 expect refused "$dir/refused.srv" "$REFUSED" yes
 expect refused "$dir/refused.srv" "same-host rendezvous off" yes
 
@@ -47,8 +55,23 @@ if unshare --pid --fork true 2>/dev/null; then
 	expect pidns "$dir/pidns.cli" "$PULLED" no
 	expect pidns "$dir/pidns.srv" "$REFUSED" yes
 	expect pidns "$dir/pidns.cli" "$REFUSED" yes
+fi
+
+PP_PROV="shm;ofi_rxm"
+run shmcore "" "" all 262144
+expect shmcore "$dir/shmcore.srv" "$PULLED" yes
+expect shmcore "$dir/shmcore.cli" "$PULLED" yes
+expect shmcore "$dir/shmcore.cli" "$KEYLESS" yes
+run shmcoreoff "FI_OFI_RXM_USE_CMA=0" "" 262144
+expect shmcoreoff "$dir/shmcoreoff.cli" "$PULLED" no
+expect shmcoreoff "$dir/shmcoreoff.srv" "$REFUSED" yes
+if unshare --pid --fork true 2>/dev/null; then
+	run shmpidns "" "unshare --pid --fork" 262144
+	expect shmpidns "$dir/shmpidns.srv" "$PULLED" no
+	expect shmpidns "$dir/shmpidns.srv" "$REFUSED" yes
 else
 	echo "pid namespace part skipped: unshare --pid not allowed here"
 fi
+unset PP_PROV
 [ $status -eq 0 ] && echo "PASS: same-host rendezvous used, refused and unproved as expected"
 exit $status

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -92,6 +93,49 @@ TEST(RxmCma, FlagOnlyOnRendezvousRequestAndDone)
 	eager.payload_len = 4;
 	eager.total_len = 4;
 	EXPECT_EQ(decode(eager), -FI_EIO);
+}
+
+// A keyless offer (wire_flag::cma_only) is a request that carries a same-host offer; nothing
+// else may claim to have no keys.
+TEST(RxmCma, KeylessOnlyOnAnOfferingRequest)
+{
+	auto decode = [](WireHeader h) {
+		std::vector<uint8_t> m(kWireHeaderSize + h.payload_len, 0);
+		encode_header(h, m.data());
+		WireHeader out;
+		int ret = decode_message(m, &out);
+		EXPECT_TRUE(ret || out.flags == h.flags);
+		return ret;
+	};
+	WireHeader req;
+	req.op = WireOp::rndv_request;
+	req.total_len = 100;
+	req.payload_len = static_cast<uint32_t>(rndv_payload_size(1) + kCmaOfferSize);
+	req.flags = wire_flag::cma | wire_flag::cma_only;
+	EXPECT_EQ(decode(req), 0);
+	req.flags = wire_flag::cma_only; // no offer to pull: nothing could read it
+	req.payload_len = static_cast<uint32_t>(rndv_payload_size(1));
+	EXPECT_EQ(decode(req), -FI_EIO);
+
+	WireHeader done;
+	done.op = WireOp::rndv_done;
+	done.flags = wire_flag::cma | wire_flag::cma_only;
+	EXPECT_EQ(decode(done), -FI_EIO);
+}
+
+// The pid an offer names is cached, but never across a fork: a child offering its parent's
+// pid would have the parent's memory read in its name.
+TEST(RxmCma, SelfPidIsTheChildsAfterFork)
+{
+	ASSERT_EQ(cma_self_pid(), static_cast<uint32_t>(getpid()));
+	pid_t child = fork();
+	ASSERT_GE(child, 0);
+	if (child == 0)
+		_exit(cma_self_pid() == static_cast<uint32_t>(getpid()) ? 0 : 1);
+	int status = 0;
+	ASSERT_EQ(waitpid(child, &status, 0), child);
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	EXPECT_EQ(cma_self_pid(), static_cast<uint32_t>(getpid()));
 }
 
 TEST(RxmCma, PeerProvedByItsToken)

@@ -1,4 +1,5 @@
-// rxm_cost PROVIDER msg|tagged ROUNDS [domain]: a single-threaded ping-pong of 64-byte messages
+// rxm_cost PROVIDER msg|tagged ROUNDS [domain] [SIZE]: a single-threaded ping-pong of messages
+// of SIZE bytes (64 by default)
 // between two FI_EP_RDM endpoints of one process, each on its own fabric and domain (as two
 // processes would be), for counting instructions per message under callgrind: no thread
 // waits for another to be scheduled, so two runs with different ROUNDS differ by exactly
@@ -19,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <vector>
 
 namespace {
 
@@ -90,8 +92,17 @@ bool wait_for(Side *sides, int side, long count)
 
 int main(int argc, char **argv)
 {
-	if (argc != 4 && !(argc == 5 && strcmp(argv[4], "domain") == 0)) {
-		fprintf(stderr, "usage: %s PROVIDER msg|tagged ROUNDS [domain]\n", argv[0]);
+	bool domain = false;
+	size_t size = 64;
+	bool usage = argc < 4;
+	for (int i = 4; i < argc && !usage; i++) {
+		if (strcmp(argv[i], "domain") == 0)
+			domain = true;
+		else if ((size = strtoul(argv[i], nullptr, 0)) == 0)
+			usage = true;
+	}
+	if (usage) {
+		fprintf(stderr, "usage: %s PROVIDER msg|tagged ROUNDS [domain] [SIZE]\n", argv[0]);
 		return 2;
 	}
 	bool tagged = strcmp(argv[2], "tagged") == 0;
@@ -103,7 +114,7 @@ int main(int argc, char **argv)
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
 				      FI_MR_PROV_KEY;
 	hints->fabric_attr->prov_name = strdup(argv[1]);
-	if (argc == 5)
+	if (domain)
 		hints->domain_attr->threading = FI_THREAD_DOMAIN;
 	fi_info *info = nullptr;
 	if (!check(fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &info), "getinfo"))
@@ -112,25 +123,25 @@ int main(int argc, char **argv)
 	if (!open_side(info, s[0]) || !open_side(info, s[1]) || !insert(s[0], s[1]) ||
 	    !insert(s[1], s[0]))
 		return 1;
-	char out[64] = "ping", in[2][64];
+	std::vector<char> out(size, 'p'), in[2] = {std::vector<char>(size), std::vector<char>(size)};
 	fi_context ctx[4];
 	for (long i = 0; i < rounds; i++) {
 		ssize_t r0, r1, w0, w1;
 		if (tagged) {
-			r0 = fi_trecv(s[0].ep, in[0], 64, nullptr, s[0].peer, 7, 0, &ctx[0]);
-			r1 = fi_trecv(s[1].ep, in[1], 64, nullptr, s[1].peer, 7, 0, &ctx[1]);
+			r0 = fi_trecv(s[0].ep, in[0].data(), size, nullptr, s[0].peer, 7, 0, &ctx[0]);
+			r1 = fi_trecv(s[1].ep, in[1].data(), size, nullptr, s[1].peer, 7, 0, &ctx[1]);
 		} else {
-			r0 = fi_recv(s[0].ep, in[0], 64, nullptr, s[0].peer, &ctx[0]);
-			r1 = fi_recv(s[1].ep, in[1], 64, nullptr, s[1].peer, &ctx[1]);
+			r0 = fi_recv(s[0].ep, in[0].data(), size, nullptr, s[0].peer, &ctx[0]);
+			r1 = fi_recv(s[1].ep, in[1].data(), size, nullptr, s[1].peer, &ctx[1]);
 		}
-		w0 = tagged ? fi_tsend(s[0].ep, out, 64, nullptr, s[0].peer, 7, &ctx[2])
-			    : fi_send(s[0].ep, out, 64, nullptr, s[0].peer, &ctx[2]);
+		w0 = tagged ? fi_tsend(s[0].ep, out.data(), size, nullptr, s[0].peer, 7, &ctx[2])
+			    : fi_send(s[0].ep, out.data(), size, nullptr, s[0].peer, &ctx[2]);
 		if (r0 || r1 || w0 || !wait_for(s, 1, 2 * i + 1)) {
 			fprintf(stderr, "round %ld: first half failed\n", i);
 			return 1;
 		}
-		w1 = tagged ? fi_tsend(s[1].ep, out, 64, nullptr, s[1].peer, 7, &ctx[3])
-			    : fi_send(s[1].ep, out, 64, nullptr, s[1].peer, &ctx[3]);
+		w1 = tagged ? fi_tsend(s[1].ep, out.data(), size, nullptr, s[1].peer, 7, &ctx[3])
+			    : fi_send(s[1].ep, out.data(), size, nullptr, s[1].peer, &ctx[3]);
 		if (w1 || !wait_for(s, 0, 2 * i + 2) || !wait_for(s, 1, 2 * i + 2)) {
 			fprintf(stderr, "round %ld: second half failed\n", i);
 			return 1;

@@ -185,6 +185,12 @@ void RxmEndpoint::choose_limits()
 	       rndv_payload_size(kRndvMaxSegments) + kCmaOfferSize <= eager_limit_ &&
 	       cma_make_token(cma_token_);
 	cma_rndv_min_ = cma_ ? std::min(p.cma_rndv_min, sar_limit_) : SIZE_MAX;
+	// Over shm the ring, not a socket, is the alternative; and never SAR through it.
+	cma_rndv_min_shm_ = !cma_ ? SIZE_MAX
+		: p.cma_rndv_min_set ? cma_rndv_min_
+				     : std::min({p.cma_rndv_min_shm, eager_limit_, sar_limit_});
+	if (core_peer_ops_)
+		cma_rndv_min_ = cma_rndv_min_shm_;
 	RXM_INFO(FI_LOG_EP_CTRL, "eager up to %zu, SAR up to %zu, same-host rendezvous %s\n",
 		 eager_limit_, sar_limit_, cma_ ? "offered" : "off");
 }

@@ -415,6 +415,7 @@ private:
 	// connections whose peer pulls by process_vm_readv (or may: not known yet).
 	bool cma_ = false;
 	size_t cma_rndv_min_ = SIZE_MAX;
+	size_t cma_rndv_min_shm_ = SIZE_MAX; // for connections whose sends go over shm
 	// Over our shm as the core (shm;ofi_rxm): its kernel-given peer pids (rxm_rndv_cma.cpp).
 	struct ofi_shm_peer_ops *core_peer_ops_ = nullptr;
 	bool open_core_peer_ops();

@@ -45,7 +45,8 @@ void define_params()
 	fi_param_define(&rxm_prov, "cma_rndv_min", FI_PARAM_SIZE_T,
 			"On connections whose peer pulls by process_vm_readv (see use_cma), "
 			"messages larger than this use rendezvous instead of eager or SAR "
-			"(default %zu).", g_params.cma_rndv_min);
+			"(default %zu; over shared memory %zu, or the eager size if smaller).",
+			g_params.cma_rndv_min, g_params.cma_rndv_min_shm);
 	fi_param_define(&rxm_prov, "use_shm", FI_PARAM_BOOL,
 			"Move the traffic of a peer proved to run on this host (same user, same "
 			"network namespace, holding the far end of our connection) to shared "
@@ -120,6 +121,7 @@ void read_params()
 		g_params.use_cma_set = true;
 	}
 	read_size("cma_rndv_min", &g_params.cma_rndv_min, 0);
+	g_params.cma_rndv_min_set = fi_param_get_size_t(&rxm_prov, "cma_rndv_min", &given) == 0;
 	if (fi_param_get_bool(&rxm_prov, "use_shm", &b) == 0)
 		g_params.use_shm = b != 0;
 	if (fi_param_get_bool(&rxm_prov, "use_srx", &b) == 0)

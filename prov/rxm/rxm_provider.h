@@ -38,6 +38,12 @@ struct RxmParams {
 	// two small messages costs more than eager's two socket copies; from 64 KiB on it costs
 	// less, at 48 KiB about the same.
 	size_t cma_rndv_min = 32768;
+	bool cma_rndv_min_set = false;
+	// Over shared memory (a peer moved to shm, or shm as the core) the alternative is two
+	// or three copies through the ring, not a socket: rxm_cost's CPU time per message of a
+	// switched peer, keyless pulls, favours eager up to 24 KiB and the pull from 32 KiB on;
+	// shm;ofi_rxm's SAR beyond its 16 KiB eager size loses to the pull everywhere.
+	size_t cma_rndv_min_shm = 24576;
 	// Same-host peers move to shared memory (rxm_shm.h) once proved local; both sides must
 	// have it on.
 	bool use_shm = true; // over cores the switch works over (RxmEndpoint::shm_wanted)

@@ -217,7 +217,8 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 					     : eager_limit_;
 	// A same-host peer that pulls by process_vm_readv (or may: the first such request
 	// finds out) takes mid-sized messages in one copy instead of two through the core.
-	bool cma_rndv = cma_ && conn->cma_peer_pulls >= 0 && total > cma_rndv_min_ &&
+	bool cma_rndv = cma_ && conn->cma_peer_pulls >= 0 &&
+			total > (conn->tx_on_shm ? cma_rndv_min_shm_ : cma_rndv_min_) &&
 			!(flags & FI_INJECT);
 	if (total <= eager && !cma_rndv) {
 		// Eager: copy now, so the application's buffer is free at once (inject) and the

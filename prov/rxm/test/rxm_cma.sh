@@ -8,7 +8,8 @@
 #     other, the token proof fails both ways, data comes through the socket;
 #  4. over "shm;ofi_rxm": the peer's pid is the one SO_PEERCRED gives for the shm socket, so
 #     peers pull there too, and a peer in its own pid namespace (whose pid the kernel gives
-#     us differently) is refused.
+#     us differently) is refused; there messages larger than the 16 KiB eager size are
+#     pulled (FI_OFI_RXM_CMA_RNDV_MIN's default over shared memory).
 # Once a peer pulled, the other offers without keys (no registration per rendezvous).
 # Ports 21111-21140. About 10 s.
 . "$(dirname "$0")/pingpong_pair.sh"
@@ -62,6 +63,10 @@ run shmcore "" "" all 262144
 expect shmcore "$dir/shmcore.srv" "$PULLED" yes
 expect shmcore "$dir/shmcore.cli" "$PULLED" yes
 expect shmcore "$dir/shmcore.cli" "$KEYLESS" yes
+# Beyond shm;ofi_rxm's 16 KiB eager size a message is pulled, not segmented through the ring.
+run shmmid "" "" 20000
+expect shmmid "$dir/shmmid.srv" "$PULLED" yes
+expect shmmid "$dir/shmmid.cli" "$PULLED" yes
 run shmcoreoff "FI_OFI_RXM_USE_CMA=0" "" 262144
 expect shmcoreoff "$dir/shmcoreoff.cli" "$PULLED" no
 expect shmcoreoff "$dir/shmcoreoff.srv" "$REFUSED" yes

@@ -1,16 +1,21 @@
-// Same-host rendezvous helpers (rxm_cma.h): the offer's encoding, the wire rules of the cma
-// flag, the proof of a peer's pid and the pull, exercised on this process's own memory.
+// Same-host rendezvous (rxm_cma.h): the offer's encoding, the wire rules of the cma flag, the
+// proof of a peer's pid and the pull, exercised on this process's own memory; and, between two
+// endpoints of this process over tcp;ofi_rxm, what a keyless offer whose pull fails does.
 #include "prov/rxm/rxm_cma.h"
+#include "prov/rxm/test/rxm_test_connections.h"
+#include "src/registry.h"
 
 #include <rdma/fi_errno.h>
 
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 using namespace rxm;
@@ -184,3 +189,89 @@ TEST(RxmCma, PullGathersSegmentsIntoTheLocalIov)
 	uint64_t bad_addr[kRndvMaxSegments] = {8, 16};
 	EXPECT_EQ(cma_pull(getpid(), &whole, 1, segs, bad_addr, 2, 3000), -EFAULT);
 }
+
+// Keyless same-host rendezvous (rxm_cma.h): once a peer pulled an offer, the sender registers
+// nothing for the next ones, so the proved peer's process_vm_readv is the only way to the
+// buffers. A pull that then fails (here the sender unmaps its buffer while the message is in
+// flight, which an application must not do) fails the message at both ends: the receive and
+// the send complete with an error (there is no RMA read to fall back on), and the connection
+// keeps working. (A keyed offer fails the same way, later: its fallback RMA read finds the
+// pages gone too.)
+
+namespace {
+
+// The registry refers to providers weakly; referencing them links them in from the
+// convenience library (shm too: the peer moves to it, as between two processes).
+#ifdef HAVE_TCP
+fi_provider *(*volatile link_tcp)() = ofi_tcp_provider_init;
+#endif
+fi_provider *(*volatile link_rxm)() = ofi_rxm_provider_init;
+#ifdef HAVE_SHM
+fi_provider *(*volatile link_shm)() = ofi_shm_provider_init;
+#endif
+
+using Node = rxm_test::ContextNode;
+using rxm_test::poll_until;
+
+constexpr size_t kSize = 64 * 1024; // a rendezvous for a same-host peer (above 32 KiB)
+
+void *map_filled(char fill)
+{
+	void *p = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	EXPECT_NE(MAP_FAILED, p);
+	if (p != MAP_FAILED)
+		memset(p, fill, kSize);
+	return p;
+}
+
+class RxmCmaKeyless : public rxm_test::TcpRxmConnections {};
+
+TEST_F(RxmCmaKeyless, FailedPullFailsTheMessageAtBothEnds)
+{
+	auto sender = std::make_unique<Node>(info);
+	auto receiver = std::make_unique<Node>(info);
+	fi_addr_t to_receiver = sender->insert(*receiver);
+	std::vector<Node *> nodes{sender.get(), receiver.get()};
+	std::vector<char> in(kSize);
+	int ctx[6];
+
+	// 1. Pulled (keyed: the peer has not pulled before); its done says the peer pulls.
+	void *first = map_filled('a');
+	ASSERT_EQ(0, fi_recv(receiver->ep, in.data(), kSize, nullptr, FI_ADDR_UNSPEC, &ctx[0]));
+	ASSERT_EQ(0, fi_send(sender->ep, first, kSize, nullptr, to_receiver, &ctx[1]));
+	ASSERT_TRUE(poll_until(nodes, [&] {
+		return sender->done.size() + sender->failed == 1 &&
+		       receiver->done.size() + receiver->failed == 1;
+	}));
+	ASSERT_EQ(0, sender->failed + receiver->failed);
+	EXPECT_EQ('a', in[kSize - 1]);
+	munmap(first, kSize);
+
+	// 2. Keyless; its pages go away before the receiver pulls.
+	void *second = map_filled('b');
+	ASSERT_EQ(0, fi_recv(receiver->ep, in.data(), kSize, nullptr, FI_ADDR_UNSPEC, &ctx[2]));
+	ASSERT_EQ(0, fi_send(sender->ep, second, kSize, nullptr, to_receiver, &ctx[3]));
+	munmap(second, kSize);
+	ASSERT_TRUE(poll_until(nodes, [&] {
+		return sender->done.size() + sender->failed == 2 &&
+		       receiver->done.size() + receiver->failed == 2;
+	}));
+	EXPECT_EQ(1, sender->failed);
+	EXPECT_EQ(1, receiver->failed);
+	EXPECT_NE('b', in[kSize - 1]);
+
+	// 3. The connection still carries messages (with keys, or eager, from now on).
+	void *third = map_filled('c');
+	ASSERT_EQ(0, fi_recv(receiver->ep, in.data(), kSize, nullptr, FI_ADDR_UNSPEC, &ctx[4]));
+	ASSERT_EQ(0, fi_send(sender->ep, third, kSize, nullptr, to_receiver, &ctx[5]));
+	ASSERT_TRUE(poll_until(nodes, [&] {
+		return sender->done.size() + sender->failed == 3 &&
+		       receiver->done.size() + receiver->failed == 3;
+	}));
+	EXPECT_EQ(1, sender->failed);
+	EXPECT_EQ(1, receiver->failed);
+	EXPECT_EQ(std::vector<char>(kSize, 'c'), in);
+	munmap(third, kSize);
+}
+
+} // namespace

@@ -54,23 +54,28 @@ struct RawPeer {
 	// Writes one slot with the given header fields and publishes `advance` slots.
 	void forge(uint32_t flags, uint32_t len, uint64_t total, uint64_t head_advance = 1)
 	{
+		write(message_header(flags, len, total), nullptr, head_advance);
+	}
+	// Writes one slot exactly as given (header and payload) and publishes it.
+	void put(const shm::SlotHeader &h, const void *payload = nullptr) { write(h, payload, 1); }
+	static shm::SlotHeader message_header(uint32_t flags, uint32_t len, uint64_t total)
+	{
 		shm::SlotHeader h{};
 		h.op = shm::kOpMsg;
 		h.flags = flags;
 		h.len = len;
 		h.total = total;
-		uint64_t head = ring().control.head.load();
-		memcpy(ring().slots[head % shm::kSlots], &h, sizeof(h));
-		ring().control.head.store(head + head_advance);
+		return h;
 	}
-	// Writes one slot exactly as given (header and payload) and publishes it.
-	void put(const shm::SlotHeader &h, const void *payload = nullptr)
+
+private:
+	void write(const shm::SlotHeader &h, const void *payload, uint64_t head_advance)
 	{
 		uint64_t head = ring().control.head.load();
 		memcpy(ring().slots[head % shm::kSlots], &h, sizeof(h));
 		if (payload)
 			memcpy(ring().slots[head % shm::kSlots] + sizeof(h), payload, h.len);
-		ring().control.head.store(head + 1);
+		ring().control.head.store(head + head_advance);
 	}
 };
 
@@ -177,14 +182,7 @@ TEST_F(ShmForged, HugeTotal)
 TEST_F(ShmForged, AValidEntryIsDelivered)
 {
 	// The same hand-made peer, well behaved: its message arrives (the test peer is right).
-	shm::SlotHeader h{};
-	h.op = shm::kOpMsg;
-	h.flags = shm::kSlotFirst;
-	h.len = 3;
-	h.total = 3;
-	memcpy(peer.ring().slots[0], &h, sizeof(h));
-	memcpy(peer.ring().slots[0] + sizeof(h), "ok", 3);
-	peer.ring().control.head.store(1);
+	peer.put(RawPeer::message_header(shm::kSlotFirst, 3, 3), "ok");
 	fi_cq_data_entry e;
 	ASSERT_EQ(1, p.wait_cq(p.server_cq, &e));
 	EXPECT_EQ(3u, e.len);
@@ -237,12 +235,7 @@ TEST_F(ShmForgedInPlace, UnknownFlagsAreNotOffered)
 
 TEST_F(ShmForgedInPlace, AValidEntryIsOfferedWhereItLies)
 {
-	shm::SlotHeader h{};
-	h.op = shm::kOpMsg;
-	h.flags = shm::kSlotFirst;
-	h.len = 3;
-	h.total = 3;
-	peer.put(h, "ok");
+	peer.put(RawPeer::message_header(shm::kSlotFirst, 3, 3), "ok");
 	EXPECT_TRUE(p.cq_stays_empty(p.server_cq, 50));
 	EXPECT_EQ(1, offers);
 	EXPECT_EQ(std::string("ok", 3), offered);

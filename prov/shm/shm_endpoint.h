@@ -223,8 +223,11 @@ private:
 	void fill_slot(TxEntry &entry, uint8_t *slot);
 	// The entry's last slot is in the ring.
 	void finish_tx(TxEntry &entry);
-	// Copies `len` bytes of `entry` from offset `entry.sent` into `dst`.
-	static void gather(TxEntry &entry, uint8_t *dst, size_t len);
+	// A message send's last slot is in the ring: its completion (or only its count).
+	void finish_msg_send(uint64_t flags, void *context, size_t total);
+	// Copies `len` bytes of the iovecs, from byte `offset` of them on, into `dst`.
+	static void gather(const iovec *iov, size_t count, size_t offset, uint8_t *dst,
+			   size_t len);
 	void cancel_all();
 	// Messages came after before_sleep() asked for a doorbell: withdraws the request, and
 	// drains the doorbell here when the peer took it (one read, instead of the engine's

@@ -105,18 +105,10 @@ bool ShmEndpoint::send_one_slot(const iovec *iov, size_t count, size_t total, vo
 	h.total = total;
 	h.cq_data = has_data ? data : 0;
 	memcpy(slot, &h, sizeof(h));
-	uint8_t *dst = slot + sizeof(h);
-	for (size_t i = 0; i < count; i++) {
-		if (iov[i].iov_len)
-			memcpy(dst, iov[i].iov_base, iov[i].iov_len);
-		dst += iov[i].iov_len;
-	}
+	gather(iov, count, 0, slot + sizeof(h), total);
 	if (tx_ring_.publish(1))
 		ring_doorbell(peer_bell_);
-	if (flags & kNoCqEntry)
-		count_tx(FI_SEND | FI_MSG);
-	else
-		complete_tx(flags, context, FI_SEND | FI_MSG, total);
+	finish_msg_send(flags, context, total);
 	return true;
 }
 

@@ -19,16 +19,16 @@ uint32_t wire_op(uint8_t kind)
 
 } // namespace
 
-void ShmEndpoint::gather(TxEntry &e, uint8_t *dst, size_t len)
+void ShmEndpoint::gather(const iovec *iov, size_t count, size_t offset, uint8_t *dst,
+			 size_t len)
 {
-	size_t offset = e.sent;
-	for (size_t i = 0; i < e.count && len; i++) {
-		if (offset >= e.iov[i].iov_len) {
-			offset -= e.iov[i].iov_len;
+	for (size_t i = 0; i < count && len; i++) {
+		if (offset >= iov[i].iov_len) {
+			offset -= iov[i].iov_len;
 			continue;
 		}
-		size_t n = std::min(len, e.iov[i].iov_len - offset);
-		memcpy(dst, static_cast<const uint8_t *>(e.iov[i].iov_base) + offset, n);
+		size_t n = std::min(len, iov[i].iov_len - offset);
+		memcpy(dst, static_cast<const uint8_t *>(iov[i].iov_base) + offset, n);
 		dst += n;
 		len -= n;
 		offset = 0;
@@ -85,19 +85,24 @@ void ShmEndpoint::fill_slot(TxEntry &e, uint8_t *slot)
 	if (e.kind == TxKind::read_response && e.status != 0)
 		memset(slot + sizeof(h), 0, len); // refused half-way: the length is promised
 	else
-		gather(e, slot + sizeof(h), len);
+		gather(e.iov, e.count, e.sent, slot + sizeof(h), len);
 	e.sent += len;
 	e.started = true;
+}
+
+void ShmEndpoint::finish_msg_send(uint64_t flags, void *context, size_t total)
+{
+	if (flags & kNoCqEntry)
+		count_tx(FI_SEND | FI_MSG);
+	else
+		complete_tx(flags, context, FI_SEND | FI_MSG, total);
 }
 
 void ShmEndpoint::finish_tx(TxEntry &e)
 {
 	switch (e.kind) {
 	case TxKind::msg:
-		if (e.flags & kNoCqEntry)
-			count_tx(FI_SEND | FI_MSG);
-		else
-			complete_tx(e.flags, e.context, FI_SEND | FI_MSG, e.total);
+		finish_msg_send(e.flags, e.context, e.total);
 		break;
 	case TxKind::write:
 	case TxKind::read_request:

@@ -42,14 +42,10 @@ public:
 		if (!real_)
 			return;
 		pthread_t self = pthread_self();
-		if (held_by(self)) {
-			++depth_;
+		int seen;
+		if (try_enter(self, seen))
 			return;
-		}
-		int seen = kFree;
-		if (!state_.compare_exchange_strong(seen, kHeld, std::memory_order_acquire,
-						    std::memory_order_relaxed))
-			wait_for_it(seen);
+		wait_for_it(seen);
 		take(self);
 	}
 	void unlock()
@@ -64,17 +60,8 @@ public:
 	{
 		if (!real_)
 			return true;
-		pthread_t self = pthread_self();
-		if (held_by(self)) {
-			++depth_;
-			return true;
-		}
-		int seen = kFree;
-		if (!state_.compare_exchange_strong(seen, kHeld, std::memory_order_acquire,
-						    std::memory_order_relaxed))
-			return false;
-		take(self);
-		return true;
+		int seen;
+		return try_enter(pthread_self(), seen);
 	}
 
 	// The policy for objects of a domain with these attributes.
@@ -99,6 +86,21 @@ private:
 	bool held_by(pthread_t self) const noexcept
 	{
 		return pthread_equal(owner_.load(std::memory_order_relaxed), self);
+	}
+	// Enters once more if self holds it, else takes it if free; false (and what the lock
+	// word held) when another thread has it.
+	bool try_enter(pthread_t self, int &seen) noexcept
+	{
+		if (held_by(self)) {
+			++depth_;
+			return true;
+		}
+		seen = kFree;
+		if (!state_.compare_exchange_strong(seen, kHeld, std::memory_order_acquire,
+						    std::memory_order_relaxed))
+			return false;
+		take(self);
+		return true;
 	}
 	void take(pthread_t self) noexcept
 	{

@@ -230,6 +230,9 @@ private:
 	void queue_op(RxmConn *conn, TxOp *op);
 	void pump(RxmConn *conn);
 	bool pump_one(RxmConn *conn, TxOp *op);
+	bool send_eager_at_once(RxmConn *conn, const struct iovec *iov, size_t count,
+				uint64_t total, void *context, uint64_t data, uint64_t tag,
+				uint64_t flags, bool tagged);
 	void on_tx_buffer_done(TxBuffer *buf, int err);
 	void on_rma_done(TxOp *op, int err);
 	void maybe_finish(TxOp *op);
@@ -473,9 +476,9 @@ private:
 	void quiet_core_if_moved(RxmConn *conn); // both directions on shm: core hint (quiet_ops.h)
 	// Whether op's core sends may carry FI_MORE: its application will read the completion,
 	// which runs the pass that sends them (rxm_send.cpp).
-	bool may_hold_for_app(const TxOp *op, const RxmConn *conn) const;
+	bool may_hold_for_app(bool report, const RxmConn *conn) const;
 	// The second or later eager message of a burst that may be held: FI_MORE, no inject.
-	bool send_for_coalescing(const TxOp *op, const RxmConn *conn);
+	bool send_for_coalescing(bool report, const RxmConn *conn);
 	void handle_shm_connreq(const struct fi_eq_cm_entry *entry, size_t data_len);
 	void handle_shm_event(uint32_t event, const struct fi_eq_cm_entry *entry, size_t len);
 	void handle_shm_error(const struct fi_eq_err_entry &err);

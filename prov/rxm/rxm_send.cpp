@@ -195,6 +195,8 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 	RxmConn *conn = conn_for_send(dest, &err);
 	if (!conn)
 		return err;
+	if (send_eager_at_once(conn, iov, count, total, context, data, tag, flags, tagged))
+		return 0;
 	TxOp *op = alloc_op(conn);
 	if (!op)
 		return -FI_EAGAIN;
@@ -314,6 +316,59 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 	return 0;
 }
 
+// The common small send (a ping-pong's every message, a stream's first of each pass): an
+// eager message to a connected peer with nothing queued before it, that the core injects.
+// What the queued path would do for it (an op, a bounce buffer, the queue, pump_one's
+// inject, finish_op) is done here in one step: header and payload are gathered on the
+// stack, the core copies them within fi_inject and the send completes at once. Anything
+// else (no room in the core, a burst tcp may coalesce, a completion that waits for the
+// peer) returns false before any state changed, and takes the queued path.
+bool RxmEndpoint::send_eager_at_once(RxmConn *conn, const struct iovec *iov, size_t count,
+				     uint64_t total, void *context, uint64_t data, uint64_t tag,
+				     uint64_t flags, bool tagged)
+{
+	constexpr size_t kMaxPayload = 1024; // bounds the stack copy
+	if (total > kMaxPayload || conn->state != ConnState::connected ||
+	    !conn->backlog.empty() || (flags & (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)) ||
+	    domain_->flow_ctrl() || conn->send_credits.enabled())
+		return false;
+	size_t eager = conn->peer_eager_size ? std::min(conn->peer_eager_size, eager_limit_)
+					     : eager_limit_;
+	bool cma_rndv = cma_ && conn->cma_peer_pulls >= 0 &&
+			total > (conn->tx_on_shm ? cma_rndv_min_shm_ : cma_rndv_min_) &&
+			!(flags & FI_INJECT);
+	size_t len = kWireHeaderSize + total;
+	if (total > eager || cma_rndv ||
+	    len > inject_size_of(conn->tx_on_shm ? shm_->info : domain_->core_info()))
+		return false;
+	bool report = tx_entry_wanted(flags) && !(flags & kNoCompletionFlag);
+	// The burst rule of send_for_coalescing; a send it would hold goes queued (which
+	// finds the same burst: last_small_send_pass_ is already this pass).
+	if (send_for_coalescing(report, conn))
+		return false;
+	WireHeader h;
+	h.op = WireOp::eager;
+	h.flags = (tagged ? wire_flag::tagged : 0) |
+		  ((flags & FI_REMOTE_CQ_DATA) ? wire_flag::remote_cq_data : 0);
+	h.payload_len = static_cast<uint32_t>(total);
+	h.tag = tagged ? tag : 0;
+	h.cq_data = data;
+	h.msg_id = 0; // nothing answers an eager message sent without FI_DELIVERY_COMPLETE
+	h.total_len = total;
+	h.conn_id = conn->peer_conn_id;
+	uint8_t wire[kWireHeaderSize + kMaxPayload];
+	encode_header(h, wire);
+	gather(iov, count, 0, wire + kWireHeaderSize, total);
+	if (fi_inject(tx_ep(conn), wire, len, 0) != 0)
+		return false; // the queued path retries it, and reports what fails
+	uint64_t cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
+	if (report)
+		complete_tx(FI_COMPLETION, context, cq_flags);
+	else
+		count_tx(cq_flags);
+	return true;
+}
+
 void RxmEndpoint::queue_op(RxmConn *conn, TxOp *op)
 {
 	conn->backlog.push_back(op);
@@ -384,7 +439,7 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 		// are unsignalled, their slots reaped by later signalled ones), which keep fi_send.
 		bool injected = false;
 		ssize_t ret;
-		bool more = send_for_coalescing(op, conn);
+		bool more = send_for_coalescing(op->report, conn);
 		if (op->zero_copy) {
 			ret = send_direct(conn, buf, op->iov, op->iov_count, 0, op->total_len, more);
 		} else {
@@ -446,8 +501,8 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 			buf->op = op;
 			// The first segment may start a burst's hold; the rest of a message whose
 			// completion the application will read may wait for that read's pass.
-			bool more = op->queued_len == 0 ? send_for_coalescing(op, conn)
-							: may_hold_for_app(op, conn);
+			bool more = op->queued_len == 0 ? send_for_coalescing(op->report, conn)
+							: may_hold_for_app(op->report, conn);
 			// Segments go from the application's buffers when the core can take them.
 			ssize_t ret = zero_copy_ ? send_direct(conn, buf, op->iov, op->iov_count,
 							       op->queued_len, n, more)
@@ -662,19 +717,19 @@ ssize_t RxmEndpoint::sendmsg(const struct fi_msg *msg, uint64_t flags)
 // something else (an out-of-band barrier at the end of a run), and its peer would wait for
 // the held bytes forever. Not over shm, which sends at once anyway, nor while rxm's own
 // progress thread runs (the application need not come back then).
-bool RxmEndpoint::may_hold_for_app(const TxOp *op, const RxmConn *conn) const
+bool RxmEndpoint::may_hold_for_app(bool report, const RxmConn *conn) const
 {
-	return op->report && !conn->tx_on_shm && domain_->core_holds_more() &&
+	return report && !conn->tx_on_shm && domain_->core_holds_more() &&
 	       !progress_running_.load(std::memory_order_relaxed);
 }
 
 // The second and later eager messages of a burst go with FI_MORE and a core completion; the
 // first of a burst (a ping-pong's every message) goes at once, injected when it is small.
-bool RxmEndpoint::send_for_coalescing(const TxOp *op, const RxmConn *conn)
+bool RxmEndpoint::send_for_coalescing(bool report, const RxmConn *conn)
 {
 	bool burst = last_small_send_pass_ == progress_passes_;
 	last_small_send_pass_ = progress_passes_;
-	return burst && may_hold_for_app(op, conn);
+	return burst && may_hold_for_app(report, conn);
 }
 
 ssize_t RxmEndpoint::inject(const void *buf, size_t len, fi_addr_t dest)

@@ -344,6 +344,7 @@ bool RxmEndpoint::send_eager_at_once(RxmConn *conn, const struct iovec *iov, siz
 	bool report = tx_entry_wanted(flags) && !(flags & kNoCompletionFlag);
 	// The burst rule of send_for_coalescing; a send it would hold goes queued (which
 	// finds the same burst: last_small_send_pass_ is already this pass).
+	uint64_t last_pass = last_small_send_pass_;
 	if (send_for_coalescing(report, conn))
 		return false;
 	WireHeader h;
@@ -358,9 +359,15 @@ bool RxmEndpoint::send_eager_at_once(RxmConn *conn, const struct iovec *iov, siz
 	h.conn_id = conn->peer_conn_id;
 	uint8_t wire[kWireHeaderSize + kMaxPayload];
 	encode_header(h, wire);
-	gather(iov, count, 0, wire + kWireHeaderSize, total);
-	if (fi_inject(tx_ep(conn), wire, len, 0) != 0)
-		return false; // the queued path retries it, and reports what fails
+	if (count == 1)
+		memcpy(wire + kWireHeaderSize, iov[0].iov_base, total);
+	else
+		gather(iov, count, 0, wire + kWireHeaderSize, total);
+	if (fi_inject(tx_ep(conn), wire, len, 0) != 0) {
+		// The queued path retries it (and reports what fails) as this pass's first.
+		last_small_send_pass_ = last_pass;
+		return false;
+	}
 	uint64_t cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
 	if (report)
 		complete_tx(FI_COMPLETION, context, cq_flags);

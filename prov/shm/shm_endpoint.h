@@ -195,6 +195,7 @@ private:
 	void release_connection();
 	// shm_endpoint_rx.cpp: false when the peer broke the protocol (connection failed).
 	bool drain_rx();
+	bool drain_rx_slots(); // drain_rx's pass over the ring, without freeing the slots read
 	bool take_slot(const SlotHeader &header, const uint8_t *payload);
 	// Shows the message to the consumer; true when it took it where it lies (one slot).
 	bool consumed_in_place(const SlotHeader &header, const uint8_t *payload);

@@ -105,7 +105,10 @@ bool ShmEndpoint::send_one_slot(const iovec *iov, size_t count, size_t total, vo
 	h.total = total;
 	h.cq_data = has_data ? data : 0;
 	memcpy(slot, &h, sizeof(h));
-	gather(iov, count, 0, slot + sizeof(h), total);
+	if (count == 1)
+		memcpy(slot + sizeof(h), iov[0].iov_base, total);
+	else
+		gather(iov, count, 0, slot + sizeof(h), total);
 	if (tx_ring_.publish(1))
 		ring_doorbell(peer_bell_);
 	finish_msg_send(flags, context, total);

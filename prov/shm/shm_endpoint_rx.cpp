@@ -44,6 +44,15 @@ bool ShmEndpoint::ready_for(uint32_t op)
 bool ShmEndpoint::drain_rx()
 {
 	rx_paused_ = false;
+	// The slots read in this pass are freed together (a failed connection has no ring).
+	bool ok = drain_rx_slots();
+	if (ok && rx_ring_.publish_tail())
+		ring_doorbell(peer_bell_);
+	return ok;
+}
+
+bool ShmEndpoint::drain_rx_slots()
+{
 	for (;;) {
 		uint32_t ready = 0;
 		if (!rx_ring_.ready_slots(&ready)) {
@@ -65,8 +74,7 @@ bool ShmEndpoint::drain_rx()
 				if (!take_slot(header, payload))
 					return false;
 			}
-			if (rx_ring_.release())
-				ring_doorbell(peer_bell_);
+			rx_ring_.consume();
 		}
 	}
 }

@@ -117,7 +117,7 @@ private:
 // The consuming side of one ring.
 class RingConsumer {
 public:
-	void attach(Ring *ring) { ring_ = ring; tail_ = 0; }
+	void attach(Ring *ring) { ring_ = ring; tail_ = 0; published_tail_ = 0; }
 	// Slots ready to read; false when the peer's head is impossible (corrupt).
 	bool ready_slots(uint32_t *count) const
 	{
@@ -129,14 +129,27 @@ public:
 		return true;
 	}
 	const uint8_t *slot() const { return ring_->slots[tail_ % kSlots]; }
-	// Frees the slot just read; true when the producer asked for a doorbell.
-	bool release()
+	// Done with the slot just read: the next one is read next; the producer may reuse it
+	// once publish_tail() ran.
+	void consume() { tail_++; }
+	// Frees the slots consumed since the last call (one store and fence for a pass over
+	// many: a stream's receiver frees them per pass, not per message); true when the
+	// producer asked for a doorbell.
+	bool publish_tail()
 	{
-		tail_++;
+		if (tail_ == published_tail_)
+			return false;
+		published_tail_ = tail_;
 		ring_->control.tail.store(tail_, std::memory_order_release);
 		std::atomic_thread_fence(std::memory_order_seq_cst);
 		return ring_->control.producer_waiting.load(std::memory_order_relaxed) &&
 		       ring_->control.producer_waiting.exchange(0);
+	}
+	// Frees the slot just read at once.
+	bool release()
+	{
+		consume();
+		return publish_tail();
 	}
 	// Found empty: ask for a doorbell, then look again (true: something arrived meanwhile).
 	bool arm()
@@ -153,6 +166,7 @@ public:
 private:
 	Ring *ring_ = nullptr;
 	uint64_t tail_ = 0;
+	uint64_t published_tail_ = 0; // what the producer sees
 };
 
 } // namespace shm

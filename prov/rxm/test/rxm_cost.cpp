@@ -8,6 +8,9 @@
 // Over tcp;ofi_rxm set FI_OFI_RXM_USE_SHM=0 FI_OFI_RXM_USE_CMA=0 for the network path.
 // "domain" asks FI_THREAD_DOMAIN (an application that serialises its calls, as fi_pingpong
 // does) instead of leaving the threading model to the provider.
+// "stream" sends instead, per round, a window of 64 messages from the first endpoint to the
+// second (receives posted first) and waits for all 128 completions: the cost of a
+// message of a stream (fi_bw -w 64), both sides.
 // Exits non-zero when anything fails.
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -93,16 +96,19 @@ bool wait_for(Side *sides, int side, long count)
 int main(int argc, char **argv)
 {
 	bool domain = false;
+	bool stream = false;
 	size_t size = 64;
 	bool usage = argc < 4;
 	for (int i = 4; i < argc && !usage; i++) {
 		if (strcmp(argv[i], "domain") == 0)
 			domain = true;
+		else if (strcmp(argv[i], "stream") == 0)
+			stream = true;
 		else if ((size = strtoul(argv[i], nullptr, 0)) == 0)
 			usage = true;
 	}
 	if (usage) {
-		fprintf(stderr, "usage: %s PROVIDER msg|tagged ROUNDS [domain] [SIZE]\n", argv[0]);
+		fprintf(stderr, "usage: %s PROVIDER msg|tagged ROUNDS [domain] [stream] [SIZE]\n", argv[0]);
 		return 2;
 	}
 	bool tagged = strcmp(argv[2], "tagged") == 0;
@@ -125,7 +131,41 @@ int main(int argc, char **argv)
 		return 1;
 	std::vector<char> out(size, 'p'), in[2] = {std::vector<char>(size), std::vector<char>(size)};
 	fi_context ctx[4];
-	for (long i = 0; i < rounds; i++) {
+	if (stream) {
+		constexpr long kWindow = 64;
+		fi_context sctx[2 * kWindow];
+		for (long i = 0; i < rounds; i++) {
+			for (long w = 0; w < kWindow; w++) {
+				ssize_t r = tagged ? fi_trecv(s[1].ep, in[1].data(), size, nullptr,
+							       s[1].peer, 7, 0, &sctx[w])
+						   : fi_recv(s[1].ep, in[1].data(), size, nullptr,
+							      s[1].peer, &sctx[w]);
+				if (r) {
+					fprintf(stderr, "round %ld: recv failed\n", i);
+					return 1;
+				}
+			}
+			for (long w = 0; w < kWindow; w++) {
+				ssize_t ret;
+				while ((ret = tagged ? fi_tsend(s[0].ep, out.data(), size, nullptr,
+								 s[0].peer, 7, &sctx[kWindow + w])
+						     : fi_send(s[0].ep, out.data(), size, nullptr,
+								s[0].peer, &sctx[kWindow + w])) ==
+				       -FI_EAGAIN)
+					if (!wait_for(s, 1, s[1].got + 1))
+						break;
+				if (ret) {
+					fprintf(stderr, "round %ld: send failed\n", i);
+					return 1;
+				}
+			}
+			if (!wait_for(s, 0, kWindow * (i + 1)) || !wait_for(s, 1, kWindow * (i + 1))) {
+				fprintf(stderr, "round %ld: completions missing\n", i);
+				return 1;
+			}
+		}
+	}
+	for (long i = 0; i < rounds && !stream; i++) {
 		ssize_t r0, r1, w0, w1;
 		if (tagged) {
 			r0 = fi_trecv(s[0].ep, in[0].data(), size, nullptr, s[0].peer, 7, 0, &ctx[0]);

@@ -92,9 +92,8 @@ bool ShmEndpoint::send_one_slot(const iovec *iov, size_t count, size_t total, vo
 {
 	// The common small message: one slot, nothing queued before it (answers we owe go
 	// first), room in the ring. Written straight from the caller's iovecs: no TxEntry.
-	uint32_t free_slots = 0;
 	if (state_ != State::connected || total > kSlotPayload || !tx_queue_.empty() ||
-	    !responses_.empty() || !tx_ring_.free_slots(&free_slots) || free_slots == 0)
+	    !responses_.empty() || !tx_ring_.has_free_slot())
 		return false; // (a corrupt tail is reported on the general path)
 	bool has_data = (flags & FI_REMOTE_CQ_DATA) != 0;
 	uint8_t *slot = tx_ring_.slot(0);

@@ -78,7 +78,7 @@ struct SegmentLayout {
 // The producing side of one ring.
 class RingProducer {
 public:
-	void attach(Ring *ring) { ring_ = ring; head_ = 0; }
+	void attach(Ring *ring) { ring_ = ring; head_ = 0; seen_tail_ = 0; }
 	// Slots free for writing; false when the peer's tail is impossible (corrupt).
 	bool free_slots(uint32_t *count) const
 	{
@@ -88,6 +88,20 @@ public:
 			return false;
 		*count = static_cast<uint32_t>(kSlots - used);
 		return true;
+	}
+	// Whether the next slot is free, reading the consumer's tail only when the last tail
+	// seen says the ring is full: that line is written by the peer, so a read of it after
+	// each release costs a cache miss; the ring has kSlots slots to write before it is
+	// needed again. False also for an impossible tail (the general path reports it).
+	bool has_free_slot()
+	{
+		if (head_ - seen_tail_ < kSlots)
+			return true;
+		uint64_t tail = ring_->control.tail.load(std::memory_order_acquire);
+		if (tail > head_ || head_ - tail > kSlots)
+			return false;
+		seen_tail_ = tail;
+		return head_ - tail < kSlots;
 	}
 	uint8_t *slot(uint32_t ahead) { return ring_->slots[(head_ + ahead) % kSlots]; }
 	// Makes `count` written slots visible; true when the consumer asked for a doorbell.
@@ -112,6 +126,7 @@ public:
 private:
 	Ring *ring_ = nullptr;
 	uint64_t head_ = 0;
+	uint64_t seen_tail_ = 0; // a tail read earlier (and checked): slots before it are free
 };
 
 // The consuming side of one ring.

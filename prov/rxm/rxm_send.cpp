@@ -359,7 +359,7 @@ bool RxmEndpoint::send_eager_at_once(RxmConn *conn, const struct iovec *iov, siz
 	h.conn_id = conn->peer_conn_id;
 	uint8_t wire[kWireHeaderSize + kMaxPayload];
 	encode_header(h, wire);
-	if (count == 1)
+	if (count == 1 && total) // (a NULL base is allowed for 0 bytes, not for memcpy)
 		memcpy(wire + kWireHeaderSize, iov[0].iov_base, total);
 	else
 		gather(iov, count, 0, wire + kWireHeaderSize, total);

@@ -104,7 +104,7 @@ bool ShmEndpoint::send_one_slot(const iovec *iov, size_t count, size_t total, vo
 	h.total = total;
 	h.cq_data = has_data ? data : 0;
 	memcpy(slot, &h, sizeof(h));
-	if (count == 1)
+	if (count == 1 && total) // (a NULL base is allowed for 0 bytes, not for memcpy)
 		memcpy(slot + sizeof(h), iov[0].iov_base, total);
 	else
 		gather(iov, count, 0, slot + sizeof(h), total);

@@ -140,23 +140,30 @@ void VerbsCompletionQueue::record_completion_locked(const struct ibv_wc &wc)
 
 void VerbsCompletionQueue::poll_device_locked()
 {
-	// Consume the channel's event (if an arm left one) so its fd reads idle until the next
-	// arm fires.
-	if (channel_event_possible_) {
+	struct ibv_wc wcs[kPollBatch];
+	int n;
+	bool polled = false;
+	do {
+		n = ibv_poll_cq(cq_.get(), kPollBatch, wcs);
+		polled |= n > 0;
+		for (int i = 0; i < n; i++)
+			record_completion_locked(wcs[i]);
+	} while (n == kPollBatch);
+	if (!channel_event_possible_)
+		return;
+	polled_since_arm_ |= polled;
+	// Consume the channel's event (if the arm fired) so its fd reads idle until the next
+	// arm fires. Without a completion since the arm it cannot have fired: no system call.
+	// An event fired by a completion not polled yet is consumed by the poll that finds it.
+	if (polled_since_arm_) {
 		struct ibv_cq *event_cq;
 		void *event_context;
 		if (ibv_get_cq_event(channel_.get(), &event_cq, &event_context) == 0) {
 			ibv_ack_cq_events(event_cq, 1);
 			channel_event_possible_ = false;
+			polled_since_arm_ = false;
 		}
 	}
-	struct ibv_wc wcs[kPollBatch];
-	int n;
-	do {
-		n = ibv_poll_cq(cq_.get(), kPollBatch, wcs);
-		for (int i = 0; i < n; i++)
-			record_completion_locked(wcs[i]);
-	} while (n == kPollBatch);
 }
 
 void VerbsCompletionQueue::poll_device()
@@ -175,11 +182,18 @@ void VerbsCompletionQueue::progress_for_read(size_t count)
 
 bool VerbsCompletionQueue::arm_locked()
 {
+	// The last arm has seen no completion: it still stands (a completion added since then
+	// but not polled yet has fired it, and the poll below finds that one).
+	if (channel_event_possible_ && !polled_since_arm_) {
+		poll_device_locked();
+		return true;
+	}
 	if (ibv_req_notify_cq(cq_.get(), 0) != 0) {
 		VERBS_WARN(FI_LOG_CQ, "ibv_req_notify_cq failed: %s\n", ::strerror(errno));
 		return false;
 	}
 	channel_event_possible_ = true;
+	polled_since_arm_ = false;
 	poll_device_locked();
 	return true;
 }

@@ -65,7 +65,8 @@ private:
 
 	void poll_device_locked();
 	void record_completion_locked(const struct ibv_wc &wc);
-	// Arms the CQ and polls what arrived before the arm; false if the device refused.
+	// Arms the CQ (unless the last arm still stands) and polls what arrived before the arm;
+	// false if the device refused.
 	bool arm_locked();
 
 	// Declared before the CQ, which must go first (its events are all acked by then).
@@ -77,6 +78,10 @@ private:
 	// An arm is outstanding: its channel event may be waiting to be consumed. Reads consume
 	// it only then, so a busy reader makes no system call for the channel.
 	bool channel_event_possible_ = false;
+	// A poll since the outstanding arm found completions. Only a completion added after
+	// the arm fires it: without one the event cannot be there (no read of the channel)
+	// and the arm still stands (no new ibv_req_notify_cq before the next sleep).
+	bool polled_since_arm_ = false;
 };
 
 } // namespace verbs

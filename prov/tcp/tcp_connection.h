@@ -9,6 +9,7 @@
 #include "prov/tcp/tcp_iov_cursor.h"
 #include "prov/tcp/tcp_lazy_pool.h"
 #include "prov/tcp/tcp_wire.h"
+#include "prov/util/rx_inplace_ops.h"
 #include "prov/util/rx_place_ops.h"
 
 #include <rdma/fabric.h>
@@ -240,6 +241,13 @@ public:
 	// While held, the next incoming message and all after it stay in the socket (the
 	// owner's rx_hold_ops.h extension); progress_rx after releasing reads on.
 	void hold_messages(bool held) { messages_held_ = held; }
+	// prov/util/rx_inplace_ops.h: who is shown each arriving message first (consume NULL:
+	// nobody); one lying whole in the read stage may be taken there.
+	void set_consumer(ofi_rx_inplace_fn consume, void *arg)
+	{
+		consume_ = consume;
+		consume_arg_ = consume ? arg : nullptr;
+	}
 
 private:
 	// `pending`: a decoded header waits for a posted receive or a free response slot.
@@ -279,6 +287,9 @@ private:
 	// Offers the message whose header was just read to the shared context's placer (r: the
 	// receive it takes otherwise); true when the placer took it (into_ is then its buffers).
 	bool offer_to_placer(RxEntry *r, bool may_take);
+	// Shows the message whose header was just read to the consumer (r: the receive it takes
+	// otherwise); true when the consumer took it from the stage (the stream is past it).
+	bool offer_to_consumer(RxEntry *r);
 	// A placed message the stream will not finish: its taker hears of it (FI_ECANCELED).
 	void cancel_placed();
 	// Reads into the current target; returns false when the socket has no more data.
@@ -298,6 +309,8 @@ private:
 	bool failed_ = false;
 	size_t min_multi_recv_ = 0;
 	bool messages_held_ = false;
+	ofi_rx_inplace_fn consume_ = nullptr;
+	void *consume_arg_ = nullptr;
 
 	TxPool tx_pool_;         // operations posted by the application
 	TxPool response_pool_;   // acks and read responses owed to the peer

@@ -372,6 +372,8 @@ bool Connection::start_message()
 	RxEntry *r = rxq_->head();
 	if (!r && shared_rx() && reclaim_shared_receive())
 		r = rxq_->head();
+	if (consume_ && offer_to_consumer(r))
+		return true;
 	if (offer_to_placer(r, true)) {
 		if (into_.done() && discard_left_ == 0)
 			finish_payload();
@@ -418,6 +420,27 @@ bool Connection::offer_to_placer(RxEntry *r, bool may_take)
 	message_size_ = header_.size;
 	target_ = RxTarget::placed;
 	rx_state_ = RxState::payload;
+	return true;
+}
+
+bool Connection::offer_to_consumer(RxEntry *r)
+{
+	// A small message nearly always came whole with its header in one recv. One carrying
+	// remote CQ data needs a completion to deliver it, so it cannot be taken.
+	bool whole = staged() >= header_.size && !(header_.flags & kWireFlagRemoteData);
+	ofi_rx_inplace_request req{whole ? stage_ + stage_pos_ : nullptr,
+				   static_cast<size_t>(header_.size), r ? r->context : nullptr};
+	if (consume_(consume_arg_, &req) != 1 || !whole)
+		return false;
+	// Taken: no receive, no completion; the stream goes on after it.
+	stage_pos_ += static_cast<size_t>(header_.size);
+	TxEntry *reply = reply_; // the ack a delivery-complete sender waits for
+	reply_ = nullptr;
+	reset_rx();
+	if (reply) {
+		enqueue(reply);
+		progress_tx();
+	}
 	return true;
 }
 

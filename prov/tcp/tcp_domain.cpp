@@ -8,6 +8,7 @@
 #include "prov/util/error.h"
 #include "prov/util/quiet_ops.h"
 #include "prov/util/rx_hold_ops.h"
+#include "prov/util/rx_inplace_ops.h"
 #include "prov/util/send_hold_ops.h"
 #include "prov/util/rx_place_ops.h"
 
@@ -54,6 +55,14 @@ struct ofi_rx_place_ops rx_place_ops = {
 	[](struct fid_ep *srx, size_t head_len, ofi_rx_place_fn place, void *arg) noexcept {
 		auto *s = util::fid_cast<TcpSrx>(srx ? &srx->fid : nullptr, FI_CLASS_SRX_CTX);
 		return s ? s->set_placer(head_len, place, arg) : -FI_EINVAL;
+	},
+};
+
+struct ofi_rx_inplace_ops rx_inplace_ops = {
+	sizeof(struct ofi_rx_inplace_ops),
+	[](struct fid_ep *ep, ofi_rx_inplace_fn consume, void *arg) noexcept {
+		auto *e = util::fid_cast<TcpEndpoint>(ep ? &ep->fid : nullptr, FI_CLASS_EP);
+		return e ? e->set_consumer(consume, arg) : -FI_EINVAL;
 	},
 };
 
@@ -110,6 +119,8 @@ int TcpDomain::ops_open(const char *name, uint64_t flags, void **ops, void *)
 		*ops = &send_hold_ops;
 	else if (std::strcmp(name, OFI_RX_PLACE_OPS_NAME) == 0)
 		*ops = &rx_place_ops;
+	else if (std::strcmp(name, OFI_RX_INPLACE_OPS_NAME) == 0)
+		*ops = &rx_inplace_ops;
 	else
 		return -FI_ENOSYS;
 	return 0;

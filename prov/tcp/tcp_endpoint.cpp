@@ -297,6 +297,13 @@ int TcpEndpoint::set_quiet(bool quiet)
 	return 0;
 }
 
+int TcpEndpoint::set_consumer(ofi_rx_inplace_fn consume, void *arg)
+{
+	util::LockGuard guard(domain().lock());
+	conn_.set_consumer(consume, arg);
+	return 0;
+}
+
 void TcpEndpoint::on_fd_ready(int, uint32_t)
 {
 	switch (state_) {

@@ -105,6 +105,8 @@ public:
 	// prov/util/quiet_ops.h: while quiet and nothing of ours is outstanding, the socket is a
 	// lazy fd of the engine (no epoll_wait per busy pass for it).
 	int set_quiet(bool quiet);
+	// prov/util/rx_inplace_ops.h: messages shown to a consumer in the read stage.
+	int set_consumer(ofi_rx_inplace_fn consume, void *arg);
 	// SendFlush: the sends held back go out (domain lock held).
 	void flush_sends() override;
 

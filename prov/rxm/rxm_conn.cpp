@@ -250,6 +250,7 @@ int RxmEndpoint::setup_core_ep(RxmConn *conn, struct fi_info *info)
 		return ret;
 	if (srx_) {
 		conn->rx_posted = true; // the endpoint's shared buffers serve this connection
+		start_core_inplace(conn);
 		return 0;
 	}
 	size_t count = params().msg_rx_size;

@@ -102,6 +102,37 @@ void RxmEndpoint::on_srx_buffer_back(RxBuffer *buf)
 		srx_in_core_[index].store(false, std::memory_order_relaxed);
 }
 
+// A small message that tcp read whole into its stage is taken there (rx_inplace_ops.h, the
+// consumer of rxm_shm_direct.cpp): matched and copied once into the application's buffer,
+// with no core completion to read back. Every message is shown to it before the placer, so
+// one declined here (anything but a plain eager message, or an earlier one still waiting in
+// the core's CQ) goes on to the placer or a shared buffer, whose marks keep the order.
+int RxmEndpoint::srx_consume_thunk(void *arg, const struct ofi_rx_inplace_request *req) noexcept
+{
+	try {
+		auto *conn = static_cast<RxmConn *>(arg);
+		RxmEndpoint *ep = conn->ep;
+		bool taken = false;
+		if (ep->lock_.try_lock()) {
+			taken = !ep->core_holds_messages() && ep->take_from_shm(conn, req);
+			ep->lock_.unlock();
+		}
+		return taken ? 1 : 0;
+	} catch (...) {
+		return 0; // declined: the placer or a shared buffer takes it as before
+	}
+}
+
+bool RxmEndpoint::core_holds_messages() const
+{
+	if (!direct_recv_ || directs_in_core_)
+		return true; // without the placer's marks nobody knows: assume one waits
+	for (size_t i = 0; i < srx_buffers_.size(); i++)
+		if (srx_in_core_[i].load(std::memory_order_relaxed))
+			return true;
+	return false;
+}
+
 int RxmEndpoint::offer_direct(struct ofi_rx_place_request *req)
 {
 	size_t taker = srx_index(req->rx_context);
@@ -140,6 +171,7 @@ bool RxmEndpoint::take_direct(struct ofi_rx_place_request *req, size_t taker)
 	start_message(op, conn, hdr);
 	op->core.kind = CoreOpKind::rx_direct;
 	op->direct_in_core = true;
+	directs_in_core_++;
 	req->iov[0] = {direct_header_sink_, kWireHeaderSize};
 	size_t n = 1;
 	uint64_t left = hdr.total_len;
@@ -157,6 +189,7 @@ bool RxmEndpoint::take_direct(struct ofi_rx_place_request *req, size_t taker)
 void RxmEndpoint::on_direct_recv(RecvOp *op, size_t len, int err)
 {
 	op->direct_in_core = false;
+	directs_in_core_--;
 	op->core.kind = CoreOpKind::rndv_read; // its default (alloc_recv)
 	if (!err && len != kWireHeaderSize + op->total_len)
 		err = -FI_EIO;

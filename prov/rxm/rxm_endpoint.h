@@ -584,6 +584,14 @@ private:
 	// same peer must be matched first.
 	std::unique_ptr<std::atomic<bool>[]> srx_in_core_;
 	bool direct_recv_ = false; // the placer is registered with the core
+	// Messages placed directly whose core completion rxm has not read yet.
+	size_t directs_in_core_ = 0;
+	// A message of this endpoint waits in the core's CQ (in a shared buffer or placed
+	// directly): one consumed in place now would overtake it.
+	bool core_holds_messages() const;
+	// The consumer of messages lying whole in the core's memory (rx_inplace_ops.h) over a
+	// core's shared receive context (tcp's read stage; rxm_direct_recv.cpp).
+	static int srx_consume_thunk(void *arg, const struct ofi_rx_inplace_request *req) noexcept;
 	// Where the core puts the rxm header of a message it places directly: decoded at the
 	// offer already, never read (written under the core domain's lock only).
 	uint8_t direct_header_sink_[kWireHeaderSize];

@@ -17,7 +17,8 @@
 // a receive buffer (shm shows the ones it cannot offer too: longer than a slot) is matched
 // only when rxm reads its shm CQ entry, so until then
 // (inplace_rx_in_cq) every later message of the connection is declined too. Not over a core
-// with credit flow control: its credits come back with reposted buffers.
+// with credit flow control: its credits come back with reposted buffers. Over a core's shared
+// receive context (tcp) the order is kept as for its direct receives (srx_consume_thunk).
 //
 // Locks: the offer runs inside shm's progress, under the shm domain's lock (shared by the
 // endpoints of an rxm domain), maybe on another endpoint's thread: it only tries this
@@ -47,8 +48,10 @@ void RxmEndpoint::stop_shm_direct(RxmConn *conn)
 void RxmEndpoint::start_core_inplace(RxmConn *conn)
 {
 	const ofi_rx_inplace_ops *ops = domain_->rx_inplace();
-	if (ops && conn->core_ep && !srx_ && !domain_->flow_ctrl() && params().direct_recv)
-		conn->core_inplace = ops->set_consumer(conn->core_ep, shm_consume_thunk, conn) == 0;
+	if (ops && conn->core_ep && (!srx_ || direct_recv_) && !domain_->flow_ctrl() &&
+	    params().direct_recv)
+		conn->core_inplace = ops->set_consumer(conn->core_ep, srx_ ? srx_consume_thunk :
+						       shm_consume_thunk, conn) == 0;
 }
 
 void RxmEndpoint::stop_core_inplace(RxmConn *conn)

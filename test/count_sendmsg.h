@@ -12,11 +12,14 @@
 
 namespace test_count {
 inline std::atomic<int> sendmsg_calls{0};
+inline std::atomic<int> sendmsg_buffers{0}; // msg_iovlen, added up
 }
 
 // Counts, then does what libc's sendmsg does.
 extern "C" ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	test_count::sendmsg_calls.fetch_add(1, std::memory_order_relaxed);
+	test_count::sendmsg_buffers.fetch_add(static_cast<int>(msg->msg_iovlen),
+					      std::memory_order_relaxed);
 	return syscall(SYS_sendmsg, fd, msg, flags);
 }

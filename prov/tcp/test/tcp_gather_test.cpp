@@ -76,6 +76,36 @@ TEST(ConnectionGather, QueuedSendsLeaveInOneSystemCall)
 	EXPECT_EQ(0, p.oa.errors + p.ob.errors + p.oa.lost + p.ob.lost);
 }
 
+TEST(ConnectionGather, ASmallSendLeavesAsOneBuffer)
+{
+	// Header and payload copied together below the inline size (Limits::inject_size),
+	// header and the caller's buffer above it.
+	Pair p;
+	p.a->attach(p.fds[0]);
+	p.b->attach(p.fds[1]);
+	std::string small(100, 's'), large(1000, 'l');
+	std::vector<char> got_small(200), got_large(2000);
+	iovec r[2] = {{got_small.data(), got_small.size()}, {got_large.data(), got_large.size()}};
+	ASSERT_EQ(0, p.b->post_recv(&r[0], 1, &r[0], FI_COMPLETION));
+	ASSERT_EQ(0, p.b->post_recv(&r[1], 1, &r[1], FI_COMPLETION));
+	iovec iov;
+	sendmsg_calls = 0;
+	test_count::sendmsg_buffers = 0;
+	ASSERT_EQ(0, p.a->post_msg(message(small.data(), small.size(), &iov, &small)));
+	EXPECT_EQ(1, sendmsg_calls.load());
+	EXPECT_EQ(1, test_count::sendmsg_buffers.load());
+	small.assign(100, 'x'); // copied: the bytes on the wire are those at the post
+	ASSERT_EQ(0, p.a->post_msg(message(large.data(), large.size(), &iov, &large)));
+	EXPECT_EQ(2, sendmsg_calls.load());
+	EXPECT_EQ(3, test_count::sendmsg_buffers.load());
+	for (int i = 0; i < 10 && p.ob.received.size() < 2; i++)
+		p.b->progress_rx();
+	ASSERT_EQ(2u, p.ob.received.size());
+	EXPECT_EQ(100u, p.ob.lengths[0]);
+	EXPECT_EQ(std::string(100, 's'), std::string(got_small.data(), 100));
+	EXPECT_EQ(large, std::string(got_large.data(), 1000));
+}
+
 TEST(ConnectionGather, PartialSendOfABacklogResumesInOrder)
 {
 	Pair p;
@@ -200,9 +230,9 @@ TEST_F(TcpCoalesce, AWindowOfSendsCostsTwoSendmsg)
 TEST_F(TcpCoalesce, HeldSendsStopAtTheGatherLimit)
 {
 	open();
-	// 128 buffers per sendmsg: header + payload each, so the 64th held send is sent at
-	// once with the 63 before it.
-	constexpr int kCount = 1 + 64 + 3;
+	// 128 buffers per sendmsg: a small send is one (header and payload together), so the
+	// 128th held send is sent at once with the 127 before it.
+	constexpr int kCount = 1 + 128 + 3;
 	post_receives(kCount);
 	char byte = 'x';
 	sendmsg_calls = 0;

@@ -51,15 +51,12 @@ public:
 	Lock &lock() noexcept { return engine_.lock(); }
 	void progress() { engine_.progress(); }
 	// Fabric-wide progress (EQ reads) passes over a domain only when its engine has
-	// progress sources or its engine fd is ready (engine_ready: the fabric polls every
-	// domain's fd at once, Fabric::progress_all): an idle domain then costs no pass. A
-	// ready fd makes the pass look at the domain's fds even when they are all lazy.
-	bool needs_fabric_pass(bool engine_ready) noexcept
+	// progress sources or the fabric engine saw the domain's engine fd ready since the
+	// last pass: an idle domain then costs no system call.
+	FdHandler *activity_watch() noexcept { return &activity_; }
+	bool needs_fabric_pass() noexcept
 	{
-		if (engine_ready)
-			engine_.request_epoll();
-		return engine_ready || engine_.has_sources() ||
-		       (first_pass_.load(std::memory_order_relaxed) && first_pass_.exchange(false));
+		return engine_.has_sources() || activity_.seen.exchange(false);
 	}
 
 	MrMap &mr_map() noexcept { return mr_map_; }
@@ -102,6 +99,19 @@ protected:
 	}
 
 private:
+	struct Activity : FdHandler {
+		explicit Activity(ProgressEngine &engine) : engine(engine) {}
+		ProgressEngine &engine;
+		std::atomic<bool> seen{true};
+		// The domain's next pass looks at its fds even when they are all lazy: the
+		// fabric's reader (an EQ) woke for one of them.
+		void on_fd_ready(int, uint32_t) override
+		{
+			seen = true;
+			engine.request_epoll();
+		}
+	};
+
 	Fabric &fabric_;
 	struct fi_info *info_;
 	Lock::Kind lock_kind_;
@@ -110,7 +120,7 @@ private:
 	MrMap mr_map_;
 	EventQueue *eq_ = nullptr;
 	uint64_t eq_flags_ = 0;
-	std::atomic<bool> first_pass_{true}; // the fabric's first pass looks in any case
+	Activity activity_{engine_};
 };
 
 } // namespace util

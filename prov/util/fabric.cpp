@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <memory>
-#include <poll.h>
 #include <sys/epoll.h>
 
 namespace util {
@@ -37,15 +36,15 @@ void Fabric::register_domain(Domain *domain)
 		for (EventQueue *eq : eqs_)
 			eq->watch_fd(domain->engine().fd());
 	}
-	// The domain's engine is not nested in the fabric engine's epoll set: each packet on
-	// one of its sockets would then wake two epoll sets (inside the sender's system call,
-	// on loopback) instead of one. progress_all polls the domains' engine fds instead; EQ
-	// sleepers watch them directly (one epoll level less under the fd an application
-	// nests, issue 17 item 4).
+	// Nested in the fabric engine, the domain's engine tells progress_all which domains
+	// are busy. EQs watch it directly, not through the fabric engine fd: one epoll level
+	// less under the fd an application nests (issue 17 item 4).
+	engine_.add_nested_engine(domain->engine().fd(), domain->activity_watch());
 }
 
 void Fabric::unregister_domain(Domain *domain)
 {
+	engine_.remove_fd(domain->engine().fd());
 	std::lock_guard<std::recursive_mutex> guard(domains_mutex_);
 	for (EventQueue *eq : eqs_)
 		eq->unwatch_fd(domain->engine().fd());
@@ -72,20 +71,9 @@ void Fabric::progress_all()
 	// Held while progressing so a domain cannot be closed under our feet; recursive
 	// because progress may re-enter (e.g. a handler reading an EQ).
 	std::lock_guard<std::recursive_mutex> guard(domains_mutex_);
-	// Which domains' engines have something ready: one poll for all of them (past
-	// kPolledDomains, a domain counts as ready). An array on the stack: progress may
-	// re-enter this function.
-	constexpr size_t kPolledDomains = 16;
-	pollfd fds[kPolledDomains];
-	size_t polled = std::min(domains_.size(), kPolledDomains);
-	for (size_t i = 0; i < polled; ++i)
-		fds[i] = {domains_[i]->engine().fd(), POLLIN, 0};
-	bool polled_ok = polled && ::poll(fds, polled, 0) >= 0;
-	for (size_t i = 0; i < domains_.size(); ++i) {
-		bool ready = i >= polled || !polled_ok || (fds[i].revents & POLLIN);
-		if (domains_[i]->needs_fabric_pass(ready))
+	for (size_t i = 0; i < domains_.size(); ++i)
+		if (domains_[i]->needs_fabric_pass())
 			domains_[i]->progress();
-	}
 }
 
 int Fabric::eq_open(struct fi_eq_attr *attr, struct fid_eq **eq, void *context)

@@ -4,12 +4,6 @@
 
 #include "prov/util/passive_endpoint.h"
 
-#include <sys/eventfd.h>
-#include <unistd.h>
-
-#include <fstream>
-#include <string>
-
 namespace {
 
 using fake::Fixture;
@@ -61,60 +55,6 @@ TEST_F(Fixture, EqReadProgressesFabricAndDomains)
 	fabric_object->engine().remove_source(&fabric_source);
 	domain_object->engine().remove_source(&domain_source);
 	EXPECT_EQ(fi_close(&cq->fid), 0);
-	EXPECT_EQ(fi_close(&eq->fid), 0);
-}
-
-// An eventfd on the domain's engine that counts how often a pass served it.
-class ReadyFd : public util::FdHandler {
-public:
-	ReadyFd() : fd(eventfd(0, EFD_NONBLOCK)) {}
-	~ReadyFd() override { close(fd); }
-	void on_fd_ready(int, uint32_t) override
-	{
-		uint64_t value;
-		if (read(fd, &value, sizeof(value)) == sizeof(value))
-			++served;
-	}
-	void set()
-	{
-		uint64_t one = 1;
-		ASSERT_EQ(write(fd, &one, sizeof(one)), 8);
-	}
-	int fd;
-	int served = 0;
-};
-
-// The fds an epoll set holds, from /proc/self/fdinfo.
-bool epoll_holds(int epoll_fd, int fd)
-{
-	std::ifstream info("/proc/self/fdinfo/" + std::to_string(epoll_fd));
-	std::string word;
-	while (info >> word)
-		if (word == "tfd:" && info >> word && word == std::to_string(fd))
-			return true;
-	return false;
-}
-
-TEST_F(Fixture, ADomainEngineIsNotNestedInTheFabricsButEqReadsServeIt)
-{
-	// Nested, each packet on a domain's socket would wake two epoll sets (inside the
-	// sender's system call on loopback); EQ reads poll the domains' engine fds instead.
-	auto *fabric_object = util::fid_cast<util::Fabric>(&fabric->fid, FI_CLASS_FABRIC);
-	ASSERT_NE(fabric_object, nullptr);
-	util::ProgressEngine &domain_engine = domain_object->engine();
-	EXPECT_FALSE(epoll_holds(fabric_object->engine().fd(), domain_engine.fd()));
-	ReadyFd ready;
-	ASSERT_EQ(domain_engine.add_fd(ready.fd, EPOLLIN, &ready), 0);
-	ASSERT_TRUE(epoll_holds(domain_engine.fd(), ready.fd)); // what the check above reads
-	struct fid_eq *eq = open_eq(fabric);
-	uint32_t event;
-	struct fi_eq_entry entry;
-	EXPECT_EQ(fi_eq_read(eq, &event, &entry, sizeof(entry), 0), -FI_EAGAIN);
-	EXPECT_EQ(ready.served, 0);
-	ready.set();
-	EXPECT_EQ(fi_eq_read(eq, &event, &entry, sizeof(entry), 0), -FI_EAGAIN);
-	EXPECT_EQ(ready.served, 1) << "an EQ read progresses a domain whose engine has work";
-	EXPECT_EQ(domain_engine.remove_fd(ready.fd), 0);
 	EXPECT_EQ(fi_close(&eq->fid), 0);
 }
 

@@ -230,6 +230,8 @@ private:
 	void queue_op(RxmConn *conn, TxOp *op);
 	void pump(RxmConn *conn);
 	bool pump_one(RxmConn *conn, TxOp *op);
+	size_t eager_size_to(const RxmConn *conn) const;
+	bool goes_by_cma_rndv(const RxmConn *conn, uint64_t total, uint64_t flags) const;
 	bool send_eager_at_once(RxmConn *conn, const struct iovec *iov, size_t count,
 				uint64_t total, void *context, uint64_t data, uint64_t tag,
 				uint64_t flags, bool tagged);

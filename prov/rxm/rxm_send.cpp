@@ -215,13 +215,8 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 	if (flags & FI_DELIVERY_COMPLETE)
 		op->hdr.flags |= wire_flag::delivery_complete; // rendezvous is that by design
 
-	size_t eager = conn->peer_eager_size ? std::min(conn->peer_eager_size, eager_limit_)
-					     : eager_limit_;
-	// A same-host peer that pulls by process_vm_readv (or may: the first such request
-	// finds out) takes mid-sized messages in one copy instead of two through the core.
-	bool cma_rndv = cma_ && conn->cma_peer_pulls >= 0 &&
-			total > (conn->tx_on_shm ? cma_rndv_min_shm_ : cma_rndv_min_) &&
-			!(flags & FI_INJECT);
+	size_t eager = eager_size_to(conn);
+	bool cma_rndv = goes_by_cma_rndv(conn, total, flags);
 	if (total <= eager && !cma_rndv) {
 		// Eager: copy now, so the application's buffer is free at once (inject) and the
 		// message can wait for its connection; larger non-inject payloads are sent from
@@ -316,6 +311,21 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 	return 0;
 }
 
+// The largest payload an eager message to conn's peer may carry (its receive buffers).
+size_t RxmEndpoint::eager_size_to(const RxmConn *conn) const
+{
+	return conn->peer_eager_size ? std::min(conn->peer_eager_size, eager_limit_) : eager_limit_;
+}
+
+// A same-host peer that pulls by process_vm_readv (or may: the first such request finds out)
+// takes mid-sized messages in one copy instead of two through the core.
+bool RxmEndpoint::goes_by_cma_rndv(const RxmConn *conn, uint64_t total, uint64_t flags) const
+{
+	return cma_ && conn->cma_peer_pulls >= 0 &&
+	       total > (conn->tx_on_shm ? cma_rndv_min_shm_ : cma_rndv_min_) &&
+	       !(flags & FI_INJECT);
+}
+
 // The common small send (a ping-pong's every message, a stream's first of each pass): an
 // eager message to a connected peer with nothing queued before it, that the core injects.
 // What the queued path would do for it (an op, a bounce buffer, the queue, pump_one's
@@ -332,13 +342,8 @@ bool RxmEndpoint::send_eager_at_once(RxmConn *conn, const struct iovec *iov, siz
 	    !conn->backlog.empty() || (flags & (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)) ||
 	    domain_->flow_ctrl() || conn->send_credits.enabled())
 		return false;
-	size_t eager = conn->peer_eager_size ? std::min(conn->peer_eager_size, eager_limit_)
-					     : eager_limit_;
-	bool cma_rndv = cma_ && conn->cma_peer_pulls >= 0 &&
-			total > (conn->tx_on_shm ? cma_rndv_min_shm_ : cma_rndv_min_) &&
-			!(flags & FI_INJECT);
 	size_t len = kWireHeaderSize + total;
-	if (total > eager || cma_rndv ||
+	if (total > eager_size_to(conn) || goes_by_cma_rndv(conn, total, flags) ||
 	    len > inject_size_of(conn->tx_on_shm ? shm_->info : domain_->core_info()))
 		return false;
 	bool report = tx_entry_wanted(flags) && !(flags & kNoCompletionFlag);
@@ -493,10 +498,8 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 				return_send_credit(conn);
 				return false;
 			}
-			size_t eager = conn->peer_eager_size
-					       ? std::min(conn->peer_eager_size, eager_limit_)
-					       : eager_limit_;
-			uint64_t n = std::min<uint64_t>(eager, op->total_len - op->queued_len);
+			uint64_t n = std::min<uint64_t>(eager_size_to(conn),
+							op->total_len - op->queued_len);
 			WireHeader h = op->hdr;
 			h.op = WireOp::sar_segment;
 			h.conn_id = conn->peer_conn_id;

@@ -160,12 +160,6 @@ public:
 		return ring_->control.producer_waiting.load(std::memory_order_relaxed) &&
 		       ring_->control.producer_waiting.exchange(0);
 	}
-	// Frees the slot just read at once.
-	bool release()
-	{
-		consume();
-		return publish_tail();
-	}
 	// Found empty: ask for a doorbell, then look again (true: something arrived meanwhile).
 	bool arm()
 	{

@@ -29,10 +29,13 @@ asan_programs="src/test/core_unit prov/util/test/util_unit prov/tcp/test/tcp_uni
 	test/faults/connection_cut_test test/threads/thread_safe_test prov/shm/test/shm_unit \
 	prov/rxm/test/rxm_shm_switch"
 # TSan: "program:gtest filter" (the threaded cases; all of the shm programs; *OverShm).
+# ShmWait.IdleReceiverSleeps measures a sleeping thread's CPU (< 5 ms over 500 ms): under
+# TSan one wake-up alone costs 5-6 ms now and then, and the test has no second thread, so
+# it runs in make check and under ASan only (memcheck leaves it out for the same reason).
 threaded='*Thread*:*thread*:*Concurrent*:*concurrent*:*Lock*:*AutoProgress*'
 tsan_runs="prov/util/test/util_unit:$threaded prov/tcp/test/tcp_unit:$threaded \
 	prov/rxm/test/rxm_loopback:$threaded test/threads/thread_safe_test:$threaded \
-	prov/shm/test/shm_unit:* prov/rxm/test/rxm_shm_switch:* \
+	prov/shm/test/shm_unit:*-ShmWait.IdleReceiverSleeps prov/rxm/test/rxm_shm_switch:* \
 	test/faults/peer_failure_test:*OverShm*"
 set -f  # the filters' stars are not file patterns
 tsan_programs=$(for run in $tsan_runs; do echo "${run%%:*}"; done)

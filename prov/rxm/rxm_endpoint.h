@@ -21,6 +21,7 @@
 #include "prov/rxm/rxm_cntr.h"
 #include "prov/rxm/rxm_cq.h"
 #include "prov/rxm/rxm_ops.h"
+#include "prov/util/cq_progress_ops.h"
 #include "prov/util/endpoint.h"
 #include "prov/util/lock.h"
 #include "prov/util/rx_inplace_ops.h"
@@ -206,6 +207,9 @@ private:
 	void shutdown_all();
 	size_t drain_core_cq(); // returns how many completions it handled
 	size_t drain_cq(struct fid_cq *cq); // the core's or the shm side's
+	// drain_cq, unless the core's progress entry (util/cq_progress_ops.h, null over a
+	// foreign core) says a read would find nothing.
+	size_t progress_and_drain(struct fid_cq *cq, const struct ofi_cq_progress_ops *ops);
 	void drain_core_eq();
 	void handle_core_eq_event(CoreEqEvent &ev);
 	int open_core_queues();
@@ -517,6 +521,7 @@ private:
 	struct fid_fabric *core_fabric_ = nullptr;
 	struct fid_eq *core_eq_ = nullptr;
 	struct fid_cq *core_cq_ = nullptr;
+	const struct ofi_cq_progress_ops *core_cq_progress_ = nullptr; // or null: fi_cq_read
 	CoreWaitFds core_eq_wait_;  // what sleepers watch for the cores (none: polled)
 	CoreWaitFds core_cq_wait_;
 	bool wait_registered_ = false;

@@ -90,7 +90,7 @@ void RxmEndpoint::close_shm_side()
 
 size_t RxmEndpoint::shm_progress()
 {
-	size_t handled = drain_cq(shm_->cq) + taken_in_place_;
+	size_t handled = progress_and_drain(shm_->cq, shm_->cq_progress) + taken_in_place_;
 	taken_in_place_ = 0;
 	// Reading the shm EQ costs a pass of the shm fabric's engine: every call only while a
 	// shm connection is being set up, else (requests, shutdowns) at least every 50 us.

@@ -9,6 +9,7 @@
 
 #include "prov/rxm/rxm_core_wait.h"
 #include "prov/rxm/rxm_wire.h"
+#include "prov/util/cq_progress_ops.h"
 
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
@@ -34,6 +35,8 @@ struct ShmPath {
 	struct fid_domain *domain = nullptr;
 	struct fid_eq *eq = nullptr;
 	struct fid_cq *cq = nullptr;
+	// cq's progress entry (prov/util/cq_progress_ops.h), or null: fi_cq_read.
+	const struct ofi_cq_progress_ops *cq_progress = nullptr;
 	struct fid_pep *pep = nullptr;
 	// Remote-side counters (FI_RMA_EVENT), as the core's (rxm_remote_cntr.cpp): [0] reads,
 	// [1] writes; bound to every shm endpoint, added to the application's on progress.

@@ -160,6 +160,10 @@ int RxmEndpoint::open_shm()
 		attr.format = FI_CQ_FORMAT_DATA;
 		attr.wait_obj = want_fd ? FI_WAIT_FD : FI_WAIT_NONE;
 		ret = fi_cq_open(path->domain, &attr, &path->cq, nullptr);
+		void *ops = nullptr;
+		if (!ret && fi_open_ops(&path->cq->fid, OFI_CQ_PROGRESS_OPS_NAME, 0, &ops,
+					nullptr) == 0)
+			path->cq_progress = static_cast<const ofi_cq_progress_ops *>(ops);
 	}
 	for (int i = 0; i < 2 && !ret; i++) {
 		if (!core_remote_cntr_[i])

@@ -1,5 +1,6 @@
 #include "prov/util/completion_queue.h"
 
+#include "prov/util/cq_progress_ops.h"
 #include "prov/util/error.h"
 #include "prov/util/info_util.h"
 #include "prov/util/wait_set.h"
@@ -56,6 +57,36 @@ enum fi_wait_obj checked_wait_obj(const struct fi_cq_attr *attr)
 		throw Error(-FI_ENOSYS);  // mutex/cond and pollfd are not offered
 	}
 }
+
+// cq_progress_ops.h: the CQ behind a fid, when it is a util CQ read the util way. Every
+// FI_CLASS_CQ object of prov/util is a CompletionQueue (its constructor alone sets that
+// class), so after the header check the class makes the cast safe; the table check keeps
+// out CQs whose read is their own (rxm's, verbs'), for which "queued" may mean otherwise.
+CompletionQueue *plain_cq(struct fid_cq *cq) noexcept
+{
+	FidHeader *header = fid_header(cq ? &cq->fid : nullptr);
+	if (!header || cq->fid.fclass != FI_CLASS_CQ ||
+	    cq->ops != ops_ptr<CompletionQueue, make_cq_ops<CompletionQueue>>())
+		return nullptr;
+	return static_cast<CompletionQueue *>(header->owner);
+}
+
+int progress_op(struct fid_cq *cq) noexcept
+{
+	try {
+		CompletionQueue *q = plain_cq(cq);
+		if (!q)
+			return -FI_EINVAL;
+		return q->progress_then_ready() ? 1 : 0;
+	} catch (...) {
+		return 1; // let a read find out (and report) what went wrong
+	}
+}
+
+struct ofi_cq_progress_ops progress_ops = {
+	sizeof(struct ofi_cq_progress_ops),
+	progress_op,
+};
 
 } // namespace
 
@@ -244,13 +275,19 @@ ssize_t CompletionQueue::read_locked(void *buf, size_t count, fi_addr_t *src_add
 	// is the oldest.
 	size_t n = 0;
 	auto *out = static_cast<uint8_t *>(buf);
+	// The ring's entries are older than the overflow's: they are read first, and the
+	// overflow refills the ring (and the count is published) once for the batch.
 	while (n < count && !ring_.empty() && !ring_.front().error) {
 		const Record &record = ring_.front();
 		copy_out(record, out + n * entry_size_);
 		if (src_addr)
 			src_addr[n] = record.src_addr;
 		++n;
-		pop_locked();
+		ring_.pop();
+	}
+	if (n) {
+		refill_from_overflow();
+		publish_count();
 	}
 	if (empty_locked())
 		note_drained();
@@ -284,6 +321,15 @@ ssize_t CompletionQueue::readfrom(void *buf, size_t count, fi_addr_t *src_addr)
 	}
 	LockGuard guard(lock_);
 	return read_locked(buf, count, src_addr);
+}
+
+bool CompletionQueue::progress_then_ready()
+{
+	// readfrom's steps up to its lock-free "nothing" answer.
+	note_read();
+	if (queued() == 0)
+		progress_for_read(1);
+	return queued() != 0 || event_fd_set();
 }
 
 ssize_t CompletionQueue::readerr(struct fi_cq_err_entry *buf, uint64_t flags)
@@ -363,6 +409,18 @@ const char *CompletionQueue::strerror(int prov_errno, const void *err_data, char
 				      size_t len)
 {
 	return domain_.prov_strerror(prov_errno, err_data, buf, len);
+}
+
+int CompletionQueue::ops_open(const char *name, uint64_t flags, void **ops, void *)
+{
+	if (!name || !ops)
+		return -FI_EINVAL;
+	if (flags)
+		return -FI_EBADFLAGS;
+	if (std::strcmp(name, OFI_CQ_PROGRESS_OPS_NAME) != 0 || !plain_cq(cq_fid()))
+		return -FI_ENOSYS;
+	*ops = &progress_ops;
+	return 0;
 }
 
 int CompletionQueue::control(int command, void *arg)

@@ -73,6 +73,12 @@ public:
 	// ---- fi_ops ----
 	int control(int command, void *arg);  // FI_GETWAIT, FI_GETWAITOBJ
 	int close() override;
+	// OFI_CQ_PROGRESS_OPS_NAME (util/cq_progress_ops.h), for CQs read the util way.
+	int ops_open(const char *name, uint64_t flags, void **ops, void *context);
+
+	// What cq_progress_ops.h's progress() does: a read's progress without the read; true
+	// when a read would return something.
+	bool progress_then_ready();
 
 	// ---- Waitable ----
 	void run_progress() override;

@@ -292,19 +292,6 @@ void Waitable::interrupt()
 		event_fd_set_ = true;  // cleared by the next drain once the interrupt is consumed
 }
 
-bool Waitable::observed() const noexcept
-{
-	if (waiters_.load() > 0 || in_wait_set_.load())
-		return true;
-	return exported_.load() && (!uses_trywait_.load() || armed_.load());
-}
-
-void Waitable::note_event_added()
-{
-	if (!event_fd_set_ && observed())
-		set_event_fd();
-}
-
 void Waitable::note_drained()
 {
 	if (event_fd_set_)

@@ -2,6 +2,8 @@
 // blocking reads, signal, wait fd and trywait.
 #include "prov/util/test/fake_provider.h"
 
+#include "prov/util/cq_progress_ops.h"
+
 #include <chrono>
 #include <cstring>
 #include <poll.h>
@@ -372,3 +374,65 @@ TEST_F(Fixture, CqConcurrentWritersAndBlockingReader)
 }
 
 } // namespace
+
+namespace {
+
+// A progress source writing one completion into a CQ on the pass it is told to.
+class CompletingSource : public util::ProgressSource {
+public:
+	explicit CompletingSource(util::CompletionQueue *cq) : cq_(cq) {}
+	void progress() override
+	{
+		++passes;
+		if (complete_next) {
+			complete_next = false;
+			cq_->write(this, FI_RECV);
+		}
+	}
+	int passes = 0;
+	bool complete_next = false;
+
+private:
+	util::CompletionQueue *cq_;
+};
+
+} // namespace
+
+// util/cq_progress_ops.h: the progress of a read without the read. It runs the domain's
+// progress only while nothing is queued, answers whether a read would find something, and
+// leaves the entries for fi_cq_read.
+TEST_F(Fixture, CqProgressEntryRunsTheReadsProgressWithoutReading)
+{
+	struct fid_cq *cq = open_cq(FI_CQ_FORMAT_CONTEXT, 0, FI_WAIT_NONE);
+	ASSERT_NE(cq, nullptr);
+	void *opened = nullptr;
+	ASSERT_EQ(fi_open_ops(&cq->fid, OFI_CQ_PROGRESS_OPS_NAME, 0, &opened, nullptr), 0);
+	auto *ops = static_cast<const ofi_cq_progress_ops *>(opened);
+	ASSERT_EQ(ops->size, sizeof(ofi_cq_progress_ops));
+	EXPECT_EQ(fi_open_ops(&cq->fid, "no_such_ops", 0, &opened, nullptr), -FI_ENOSYS);
+	EXPECT_EQ(fi_open_ops(&cq->fid, OFI_CQ_PROGRESS_OPS_NAME, 1, &opened, nullptr),
+		  -FI_EBADFLAGS);
+
+	CompletingSource source(object_of(cq));
+	ASSERT_EQ(domain_object->engine().add_source(&source), 0);
+	EXPECT_EQ(ops->progress(cq), 0); // a pass, nothing written
+	EXPECT_EQ(source.passes, 1);
+	source.complete_next = true;
+	EXPECT_EQ(ops->progress(cq), 1); // the pass wrote one
+	EXPECT_EQ(source.passes, 2);
+	EXPECT_EQ(ops->progress(cq), 1); // queued: no pass, as fi_cq_read would not run one
+	EXPECT_EQ(source.passes, 2);
+	struct fi_cq_entry entry;
+	EXPECT_EQ(fi_cq_read(cq, &entry, 1), 1); // still there for the read
+	EXPECT_EQ(entry.op_context, &source);
+	EXPECT_EQ(ops->progress(cq), 0);
+	EXPECT_EQ(source.passes, 3); // the read took the queued entry without a pass
+	// An error entry is something a read returns (-FI_EAVAIL) too.
+	object_of(cq)->write_error(error_entry(&source, FI_EIO, nullptr));
+	EXPECT_EQ(ops->progress(cq), 1);
+	domain_object->engine().remove_source(&source);
+
+	EXPECT_EQ(ops->progress(nullptr), -FI_EINVAL);
+	EXPECT_EQ(ops->progress(reinterpret_cast<struct fid_cq *>(domain)), -FI_EINVAL);
+	EXPECT_EQ(fi_close(&cq->fid), 0);
+}

@@ -665,9 +665,9 @@ void RxmEndpoint::progress()
 	// lost connection is still seen within kIdleEqInterval of an idle reader; a blocking
 	// reader that wakes for one spins at most that long before the read.
 	bool busy = drain_core_cq() > 0;
+	auto now = std::chrono::steady_clock::now(); // one clock read per pass, shm's too
 	if (shm_)
-		busy |= shm_progress() > 0;
-	auto now = std::chrono::steady_clock::now();
+		busy |= shm_progress(now) > 0;
 	auto interval = std::chrono::microseconds(params().cm_progress_interval_us);
 	// The pass right after a busy one counts as busy: a reader draining its CQ until it
 	// finds nothing (Open MPI's MTL) makes that pass between each message and its answer,

@@ -473,7 +473,7 @@ private:
 	void shm_register_wait();
 	void shm_unregister_wait();
 	bool shm_may_sleep();
-	size_t shm_progress();
+	size_t shm_progress(std::chrono::steady_clock::time_point now); // progress()'s clock
 	void drain_shm_eq();
 	void drain_shm_until_empty();
 	void shm_offer(RxmConn *conn);    // acceptor of a core connection, once it is up

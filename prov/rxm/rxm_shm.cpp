@@ -88,13 +88,14 @@ void RxmEndpoint::close_shm_side()
 	shm_setups_ = 0;
 }
 
-size_t RxmEndpoint::shm_progress()
+size_t RxmEndpoint::shm_progress(std::chrono::steady_clock::time_point now)
 {
 	size_t handled = progress_and_drain(shm_->cq, shm_->cq_progress) + taken_in_place_;
 	taken_in_place_ = 0;
 	// Reading the shm EQ costs a pass of the shm fabric's engine: every call only while a
 	// shm connection is being set up, else (requests, shutdowns) at least every 50 us.
-	auto now = std::chrono::steady_clock::now();
+	// `now` is the pass's clock read (a clock read is a good part of an empty pass), taken
+	// right after the core CQ's drain.
 	if (shm_setups_ || now - shm_eq_read_ >= kIdleEqInterval) {
 		shm_eq_read_ = now;
 		drain_shm_eq();

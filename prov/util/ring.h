@@ -28,14 +28,14 @@ public:
 	{
 		if (full())
 			return false;
-		slots_[(head_ + count_) % capacity_] = std::move(value);
+		slots_[index(count_)] = std::move(value);
 		++count_;
 		return true;
 	}
 
 	// The slot the next push fills, for writing an element in place (no temporary, no
 	// move); nullptr when full. It becomes the newest element with commit_back().
-	T *back_slot() noexcept { return full() ? nullptr : &slots_[(head_ + count_) % capacity_]; }
+	T *back_slot() noexcept { return full() ? nullptr : &slots_[index(count_)]; }
 	void commit_back() noexcept { ++count_; }
 
 	// Oldest element; only valid when !empty().
@@ -43,12 +43,12 @@ public:
 	const T &front() const noexcept { return slots_[head_]; }
 
 	// The i-th element from the front (i < size()).
-	T &at(std::size_t i) noexcept { return slots_[(head_ + i) % capacity_]; }
+	T &at(std::size_t i) noexcept { return slots_[index(i)]; }
 
 	// Drops the oldest element; only valid when !empty().
 	void pop() noexcept
 	{
-		head_ = (head_ + 1) % capacity_;
+		head_ = index(1);
 		--count_;
 	}
 
@@ -63,6 +63,14 @@ public:
 	}
 
 private:
+	// The slot i places after the front (i <= capacity_). head_ < capacity_, so one
+	// subtraction wraps it: a % here was a hardware divide on every push and pop of a CQ.
+	std::size_t index(std::size_t i) const noexcept
+	{
+		std::size_t at = head_ + i;
+		return at >= capacity_ ? at - capacity_ : at;
+	}
+
 	std::unique_ptr<T[]> slots_;
 	std::size_t capacity_;
 	std::size_t head_ = 0;

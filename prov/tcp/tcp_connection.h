@@ -205,6 +205,7 @@ public:
 	void use_shared_rx(RxQueue *queue);
 	bool shared_rx() const { return rxq_ != &own_rx_; }
 	int post_msg(const PostArgs &args);
+	bool inject_at_once(const PostArgs &args, size_t total);
 	int post_write(const PostArgs &args, const fi_rma_iov &target);
 	int post_read(const PostArgs &args, const fi_rma_iov &target);
 	size_t tx_free() const { return tx_pool_.available(); }

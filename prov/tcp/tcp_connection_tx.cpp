@@ -182,6 +182,64 @@ void Connection::append_payload(TxEntry *e, const PostArgs &args, size_t total)
 		e->out.append(args.iov[i].iov_base, args.iov[i].iov_len);
 }
 
+// A silent inject with nothing queued before it (a ping-pong's every message under rxm)
+// leaves from the stack in one sendmsg: no entry, no cursor, no completion to hand back
+// (only counted). Bytes the socket did not take are queued as an entry, as if the message
+// had been queued and sent in part. Returns false (nothing sent) when it does not apply.
+bool Connection::inject_at_once(const PostArgs &args, size_t total)
+{
+	constexpr size_t kMaxPayload = 1024; // bounds the stack frame
+	if (!args.copy || !args.silent || args.want_ack || args.defer || tx_head_ || !active() ||
+	    total > kMaxPayload || total > limits_.inject_size || limits_.inject_size == 0 ||
+	    (args.op_flags & FI_REMOTE_CQ_DATA))
+		return false;
+	uint8_t frame[kWireHeaderSize + kMaxPayload];
+	WireHeader h;
+	h.op = WireOp::msg;
+	h.size = total;
+	h.id = 0; // nothing answers a message sent without kWireFlagWantAck
+	encode_header(h, frame);
+	size_t at = kWireHeaderSize;
+	for (size_t i = 0; i < args.count; i++) {
+		if (args.iov[i].iov_len)
+			memcpy(frame + at, args.iov[i].iov_base, args.iov[i].iov_len);
+		at += args.iov[i].iov_len;
+	}
+	iovec one{frame, at};
+	msghdr m{};
+	m.msg_iov = &one;
+	m.msg_iovlen = 1;
+	ssize_t n;
+	do
+		n = sendmsg(fd_, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (static_cast<size_t>(n) == at && n > 0) {
+		owner_.tx_counted(FI_SEND | FI_MSG);
+		return true;
+	}
+	// Partly sent, or not at all (a full socket; a failed one is found again by the
+	// queued path's sendmsg): the rest waits in an entry, framed as sent.
+	TxEntry *e = new_request(TxKind::msg, args, total);
+	if (!e) {
+		if (n > 0) // the peer has part of a frame: the stream cannot go on
+			lost(FI_ENOMEM);
+		return n > 0;
+	}
+	e->cq_flags = FI_SEND | FI_MSG;
+	uint8_t *framed = e->inject - kWireHeaderSize;
+	memcpy(framed, frame, at);
+	e->out.append(framed, at);
+	enqueue(e);
+	if (n > 0) {
+		e->out.advance(static_cast<size_t>(n));
+		e->started = true;
+		tx_blocked_ = true;
+	} else {
+		progress_tx();
+	}
+	return true;
+}
+
 int Connection::post_msg(const PostArgs &args)
 {
 	size_t total = 0;
@@ -190,6 +248,8 @@ int Connection::post_msg(const PostArgs &args)
 		return -FI_EINVAL;
 	if (failed_)
 		return -FI_ENOTCONN;
+	if (inject_at_once(args, total))
+		return 0;
 	TxEntry *e = new_request(TxKind::msg, args, total);
 	if (!e)
 		return -FI_EAGAIN;

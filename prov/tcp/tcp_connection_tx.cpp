@@ -191,8 +191,8 @@ bool Connection::inject_at_once(const PostArgs &args, size_t total)
 	constexpr size_t kMaxPayload = 1024; // bounds the stack frame
 	if (!args.copy || !args.silent || args.want_ack || args.defer || tx_head_ || !active() ||
 	    total > kMaxPayload || total > limits_.inject_size || limits_.inject_size == 0 ||
-	    (args.op_flags & FI_REMOTE_CQ_DATA))
-		return false;
+	    (args.op_flags & FI_REMOTE_CQ_DATA) || tx_pool_.available() == 0)
+		return false; // (no free entry: the queued path answers -FI_EAGAIN, as before)
 	uint8_t frame[kWireHeaderSize + kMaxPayload];
 	WireHeader h;
 	h.op = WireOp::msg;
@@ -219,7 +219,7 @@ bool Connection::inject_at_once(const PostArgs &args, size_t total)
 	}
 	// Partly sent, or not at all (a full socket; a failed one is found again by the
 	// queued path's sendmsg): the rest waits in an entry, framed as sent.
-	TxEntry *e = new_request(TxKind::msg, args, total);
+	TxEntry *e = new_request(TxKind::msg, args, total); // one is free (checked above)
 	if (!e) {
 		if (n > 0) // the peer has part of a frame: the stream cannot go on
 			lost(FI_ENOMEM);

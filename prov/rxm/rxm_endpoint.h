@@ -499,6 +499,8 @@ private:
 				     const struct ofi_rx_inplace_request *req) noexcept;
 	bool consume_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req);
 	bool take_from_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req);
+	bool take_pieces(RxmConn *conn, const WireHeader &hdr, const struct iovec *pieces,
+			 size_t count);
 	void on_inplace_buffer_back(RxmConn *conn);
 	void start_core_inplace(RxmConn *conn); // shm as the core: its core endpoint too
 	void stop_core_inplace(RxmConn *conn);

@@ -3,6 +3,9 @@
 // during shm's progress, each message that fits one ring slot is offered to rxm where it
 // lies; an eager one is decoded, matched and copied once, from the ring into the
 // application's buffer (or, unexpected, into rxm's unexpected store), and its slot released.
+// A message over several slots (8-16 KiB eager) is offered in pieces once all its slots
+// are in the ring, and taken when a posted receive matches it: copied slot by slot into
+// the application's buffer (take_pieces).
 // Before, shm copied it into one of the connection's receive buffers and wrote a shm CQ
 // entry, which rxm read back, decoded, copied out of and reposted to shm (`repost`): two
 // copies, a CQ round trip and a fi_recv per message. Anything else (other operations,
@@ -85,16 +88,26 @@ bool RxmEndpoint::consume_shm(RxmConn *conn, const struct ofi_rx_inplace_request
 
 bool RxmEndpoint::take_from_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req)
 {
+	// The message whole in one piece, or (a message over several shm slots) in pieces.
+	const void *first = req->msg ? req->msg : req->piece_count ? req->pieces[0].iov_base
+								    : nullptr;
+	size_t first_len = req->msg ? req->len : req->piece_count ? req->pieces[0].iov_len : 0;
 	if (conn->inplace_rx_in_cq.load(std::memory_order_relaxed) ||
 	    conn->state == ConnState::closed || conn->rx_held || conn->sar.active() ||
-	    !req->msg || req->len < kWireHeaderSize)
+	    !first || first_len < kWireHeaderSize)
 		return false;
 	uint8_t head[kWireHeaderSize];
-	memcpy(head, req->msg, sizeof(head)); // decoded from our copy: the peer may rewrite it
+	memcpy(head, first, sizeof(head)); // decoded from our copy: the peer may rewrite it
 	WireHeader hdr;
 	if (decode_message_header(head, req->len, &hdr) || hdr.op != WireOp::eager ||
 	    (hdr.flags & wire_flag::delivery_complete))
 		return false;
+	if (!req->msg) {
+		if (!take_pieces(conn, hdr, req->pieces, req->piece_count))
+			return false;
+		taken_in_place_++;
+		return true;
+	}
 	// An unexpected message is buffered here too, unless it would take the peer over its
 	// budget: holding the peer (rxm_unexpected_budget.cpp) may call into a core.
 	size_t payload_len = req->len - kWireHeaderSize;
@@ -104,6 +117,33 @@ bool RxmEndpoint::take_from_shm(RxmConn *conn, const struct ofi_rx_inplace_reque
 	const auto *bytes = static_cast<const uint8_t *>(req->msg);
 	handle_first(conn, hdr, {bytes + kWireHeaderSize, payload_len});
 	taken_in_place_++;
+	return true;
+}
+
+bool RxmEndpoint::take_pieces(RxmConn *conn, const WireHeader &hdr, const struct iovec *pieces,
+			      size_t count)
+{
+	// Only into a posted receive, copied piece by piece (the ring's slots -> the
+	// application's buffer, one copy). An unexpected one is declined: it takes a receive
+	// buffer as before, so the unexpected store keeps one contiguous copy per message.
+	MatchKind kind = (hdr.flags & wire_flag::tagged) ? MatchKind::tagged : MatchKind::msg;
+	PostedRecv *posted = matcher_.find_posted(kind, source_of(conn), hdr.tag);
+	RecvOp *receiver = posted ? claim_receiver(static_cast<RecvOp *>(posted->owner),
+						   hdr.total_len)
+				  : nullptr;
+	if (!receiver)
+		return false;
+	start_message(receiver, conn, hdr);
+	uint64_t offset = 0;
+	for (size_t i = 0; i < count; i++) {
+		std::span<const uint8_t> piece{static_cast<const uint8_t *>(pieces[i].iov_base),
+					       pieces[i].iov_len};
+		if (i == 0)
+			piece = piece.subspan(kWireHeaderSize);
+		place(receiver, offset, piece);
+		offset += piece.size();
+	}
+	complete_recv(receiver);
 	return true;
 }
 

@@ -197,8 +197,16 @@ private:
 	bool drain_rx();
 	bool drain_rx_slots(); // drain_rx's pass over the ring, without freeing the slots read
 	bool take_slot(const SlotHeader &header, const uint8_t *payload);
-	// Shows the message to the consumer; true when it took it where it lies (one slot).
-	bool consumed_in_place(const SlotHeader &header, const uint8_t *payload);
+	// Shows the message to the consumer; returns the slots it took where they lie (the
+	// message's one slot, or all of its slots when they have all arrived: `ready` counts
+	// the slots readable from this one on), 0 when declined.
+	uint32_t consumed_in_place(const SlotHeader &header, const uint8_t *payload,
+				   uint32_t ready);
+	// A message over several slots, all among the `ready` ones: its payloads as pieces
+	// (at most kSlots), each continuation header copied out and checked; returns the
+	// slot count, or 0 when a slot is missing or not a valid continuation.
+	uint32_t message_pieces(const SlotHeader &first, const uint8_t *payload, uint32_t ready,
+				iovec *pieces) const;
 	void finish_incoming();
 	// Whether the next operation in the ring, of type `op`, can be taken now.
 	bool ready_for(uint32_t op);

@@ -63,36 +63,88 @@ bool ShmEndpoint::drain_rx_slots()
 		// costs the producer no system call.
 		if (ready == 0)
 			return true;
-		for (uint32_t i = 0; i < ready; i++) {
+		for (uint32_t i = 0; i < ready;) {
 			const uint8_t *slot = rx_ring_.slot();
 			SlotHeader header;
 			memcpy(&header, slot, sizeof(header));
 			const uint8_t *payload = slot + sizeof(header);
-			if (!consumed_in_place(header, payload)) {
-				if (!incoming_.active && !ready_for(header.op))
-					return true;
-				if (!take_slot(header, payload))
-					return false;
+			uint32_t taken = consumed_in_place(header, payload, ready - i);
+			if (taken) {
+				rx_ring_.consume(taken);
+				i += taken;
+				continue;
 			}
+			if (!incoming_.active && !ready_for(header.op))
+				return true;
+			if (!take_slot(header, payload))
+				return false;
 			rx_ring_.consume();
+			i++;
 		}
 	}
 }
 
-bool ShmEndpoint::consumed_in_place(const SlotHeader &h, const uint8_t *payload)
+uint32_t ShmEndpoint::consumed_in_place(const SlotHeader &h, const uint8_t *payload,
+					uint32_t ready)
 {
 	// Every message is shown, checked as take_slot would first (a forged one is not offered
-	// and fails the connection there); only a whole one in this slot without CQ data can be
-	// taken. The others are shown so the consumer knows which receive they take (order).
+	// and fails the connection there); only a whole one without CQ data can be taken: in
+	// this slot, or in pieces when all its slots are here. The others are shown so the
+	// consumer knows which receive they take (order).
 	if (!consume_ || incoming_.active || h.op != kOpMsg || !valid_slot(h))
-		return false;
-	bool whole = h.flags == kSlotFirst && h.len == h.total;
+		return 0;
+	bool plain = h.flags == kSlotFirst;
+	bool whole = plain && h.len == h.total;
 	while (!rx_queue_.empty() && rx_queue_.front().canceled)
 		rx_queue_.pop();
 	ofi_rx_inplace_request request{whole ? payload : nullptr, whole ? h.len : h.total,
-				       rx_queue_.empty() ? nullptr : rx_queue_.front().context};
+				       rx_queue_.empty() ? nullptr : rx_queue_.front().context,
+				       nullptr, 0};
+	iovec pieces[kSlots];
+	uint32_t slots = whole ? 1 : 0;
+	if (plain && !whole) {
+		slots = message_pieces(h, payload, ready, pieces);
+		if (slots) {
+			request.pieces = pieces;
+			request.piece_count = slots;
+		}
+	}
 	int taken = consume_(consume_arg_, &request);
-	return whole && taken == 1;
+	return taken == 1 ? slots : 0;
+}
+
+namespace {
+
+// A continuation slot of a message with `remaining` bytes still to come: the same checks
+// as valid_slot's for one (nothing but the length it still needs), on a header copied out.
+bool continues_message(const SlotHeader &c, size_t remaining)
+{
+	return c.op == kOpMsg && c.flags == 0 && c.status == 0 && c.reserved == 0 &&
+	       c.total == remaining && c.len == std::min<size_t>(remaining, kSlotPayload) &&
+	       c.id == 0 && c.rma_key == 0 && c.rma_addr == 0 && c.cq_data == 0;
+}
+
+} // namespace
+
+uint32_t ShmEndpoint::message_pieces(const SlotHeader &h, const uint8_t *payload,
+				     uint32_t ready, iovec *pieces) const
+{
+	// valid_slot checked the first: len == kSlotPayload < total <= kMaxMsgSize.
+	size_t rest = h.total - h.len;
+	size_t slots = 1 + (rest + kSlotPayload - 1) / kSlotPayload;
+	if (slots > ready || slots > kSlots)
+		return 0; // the rest is still coming: slot by slot, as before
+	pieces[0] = {const_cast<uint8_t *>(payload), h.len};
+	for (uint32_t i = 1; i < slots; i++) {
+		const uint8_t *slot = rx_ring_.slot_ahead(i);
+		SlotHeader c;
+		memcpy(&c, slot, sizeof(c));
+		if (!continues_message(c, rest))
+			return 0; // take_slot meets it in turn and fails the connection
+		pieces[i] = {const_cast<uint8_t *>(slot + sizeof(c)), c.len};
+		rest -= c.len;
+	}
+	return static_cast<uint32_t>(slots);
 }
 
 bool ShmEndpoint::valid_slot(const SlotHeader &h) const

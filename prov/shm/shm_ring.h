@@ -144,9 +144,14 @@ public:
 		return true;
 	}
 	const uint8_t *slot() const { return ring_->slots[tail_ % kSlots]; }
-	// Done with the slot just read: the next one is read next; the producer may reuse it
-	// once publish_tail() ran.
-	void consume() { tail_++; }
+	// The slot `ahead` places after slot() (the caller knows it is ready).
+	const uint8_t *slot_ahead(uint32_t ahead) const
+	{
+		return ring_->slots[(tail_ + ahead) % kSlots];
+	}
+	// Done with the `count` slots just read: the next one is read next; the producer may
+	// reuse them once publish_tail() ran.
+	void consume(uint32_t count = 1) { tail_ += count; }
 	// Frees the slots consumed since the last call (one store and fence for a pass over
 	// many: a stream's receiver frees them per pass, not per message); true when the
 	// producer asked for a doorbell.

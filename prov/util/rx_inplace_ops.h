@@ -14,9 +14,16 @@
  * whole in one piece (and it carries no remote CQ data), request->msg points at the message
  * in the core's memory and request->len is its length (checked by the core against that
  * memory: all of msg[0..len) may be read); otherwise msg is NULL, len is the message's
- * length, and the message cannot be taken (consume must decline: it learns only which
- * receive the message takes, so it can keep later messages behind it). That memory may be shared with the peer, who
- * can change it while it is read: copy what you branch on out first, and trust nothing in it.
+ * length, and, unless it comes in pieces (below), the message cannot be taken (consume
+ * must decline: it learns only which receive the message takes, so it can keep later
+ * messages behind it). That memory may be shared with the peer, who can change it while
+ * it is read: copy what you branch on out first, and trust nothing in it.
+ * When the core holds the message whole but in pieces (shm: a message over several ring
+ * slots, all of them arrived), msg is NULL and pieces[0..piece_count) are its bytes in order
+ * (each checked by the core against its memory; the lengths add up to len; shared with the
+ * peer like msg). A consumer that does not know pieces simply declines such a message, as
+ * one with msg NULL. piece_count is 0 otherwise: a request brace-initialised with only the
+ * first three fields (tcp's) keeps meaning "contiguous or not at all".
  * rx_context is the context of the receive the message takes if declined, or NULL (no
  * receive posted: the message then waits and is offered again on a later pass). consume
  * returns 1 when it took the message (the core drops it: no receive is used, no CQ entry is
@@ -30,6 +37,7 @@
 #define OFI_PROV_UTIL_RX_INPLACE_OPS_H
 
 #include <stddef.h>
+#include <sys/uio.h>
 
 #include <rdma/fi_endpoint.h>
 
@@ -39,6 +47,15 @@ struct ofi_rx_inplace_request {
 	const void *msg;  /* the whole message, in the core's (possibly shared) memory, or NULL */
 	size_t len;
 	void *rx_context; /* the receive the message takes if declined, or NULL */
+	/* Appended: msg NULL and the whole message in pieces, else NULL and 0. C++ callers
+	 * that initialise only the fields above get those defaults without a warning. */
+#ifdef __cplusplus
+	const struct iovec *pieces = nullptr;
+	size_t piece_count = 0;
+#else
+	const struct iovec *pieces;
+	size_t piece_count;
+#endif
 };
 
 typedef int (*ofi_rx_inplace_fn)(void *arg, const struct ofi_rx_inplace_request *request);

@@ -772,6 +772,50 @@ TEST_F(RxmLoopback, MessagesTakingBothReceivePathsStayInOrder)
 		EXPECT_FALSE(wait_for(*a, &sctx[i]).error);
 }
 
+TEST_F(RxmLoopback, EagerMessagesOfManySizesStayInOrderAndIntact)
+{
+	// One tag, so only the order matches each message to its receive. Over shm (the pair
+	// moved, FI_OFI_RXM_USE_SHM=1) 8-16 KiB eager messages span several ring slots and are
+	// taken in pieces when their receive is posted; one-slot ones where they lie; the
+	// unexpected ones (receives posted after the sends) go through receive buffers.
+	int warm_s, warm_r;
+	char warm = 0;
+	ASSERT_EQ(0, fi_recv(b->ep, &warm, 1, nullptr, FI_ADDR_UNSPEC, &warm_r));
+	ASSERT_EQ(0, fi_send(a->ep, "w", 1, nullptr, b_at_a, &warm_s));
+	ASSERT_FALSE(wait_for(*a, &warm_s).error);
+	ASSERT_FALSE(wait_for(*b, &warm_r).error);
+	progress_for(200); // a same-host pair has moved to shm by now
+	const size_t sizes[] = {8192, 64, 16384, 4032, 4033, 1024, 12000, 0, 8192, 16000, 1};
+	constexpr size_t kCount = sizeof(sizes) / sizeof(sizes[0]);
+	constexpr size_t kPostedFirst = 7; // the rest arrive unexpected
+	std::vector<std::vector<uint8_t>> out, in;
+	int sctx[kCount], rctx[kCount];
+	for (size_t i = 0; i < kCount; i++) {
+		out.push_back(pattern(sizes[i], static_cast<uint8_t>(i * 13 + 1)));
+		in.emplace_back(16385, 0xee);
+	}
+	for (size_t i = 0; i < kPostedFirst; i++)
+		ASSERT_EQ(0, fi_trecv(b->ep, in[i].data(), in[i].size(), nullptr, FI_ADDR_UNSPEC,
+				      7, 0, &rctx[i]));
+	for (size_t i = 0; i < kCount; i++)
+		ASSERT_EQ(0, fi_tsend(a->ep, out[i].data(), out[i].size(), nullptr, b_at_a, 7,
+				      &sctx[i]));
+	for (size_t i = 0; i < kCount; i++)
+		EXPECT_FALSE(wait_for(*a, &sctx[i]).error);
+	progress_for(50);
+	for (size_t i = kPostedFirst; i < kCount; i++)
+		ASSERT_EQ(0, fi_trecv(b->ep, in[i].data(), in[i].size(), nullptr, FI_ADDR_UNSPEC,
+				      7, 0, &rctx[i]));
+	for (size_t i = 0; i < kCount; i++) {
+		Completion c = wait_for(*b, &rctx[i]);
+		ASSERT_FALSE(c.error) << "receive " << i;
+		EXPECT_EQ(sizes[i], c.entry.len) << "receive " << i;
+		EXPECT_TRUE(std::equal(out[i].begin(), out[i].end(), in[i].begin()))
+			<< "receive " << i;
+		EXPECT_EQ(0xee, in[i][sizes[i]]) << "receive " << i; // nothing written beyond
+	}
+}
+
 TEST_F(RxmLoopback, ConcurrentSendersOnOneEndpoint)
 {
 	// FI_THREAD_SAFE: two threads send on A at once while this thread drives B.

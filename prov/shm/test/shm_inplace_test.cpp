@@ -1,7 +1,9 @@
 // Messages consumed in the ring (prov/util/rx_inplace_ops.h): a one-slot message is offered
 // where it lies before it takes a receive; taken, it uses no receive and writes no CQ entry;
-// declined, it takes the oldest receive as always (or waits for one). Longer messages and
-// messages with remote CQ data are never offered.
+// declined, it takes the oldest receive as always (or waits for one). A longer message is
+// offered in pieces (one per slot) once all its slots are in the ring; messages with remote
+// CQ data are never offered.
+#include "prov/shm/shm_ring.h"
 #include "prov/shm/test/shm_test_pair.h"
 #include "prov/util/rx_inplace_ops.h"
 
@@ -17,16 +19,34 @@ using shm_test::ShmPair;
 
 struct Consumer {
 	int take = 1;       // what consume returns
+	int take_pieces = 0; // ... for a message in pieces
 	int offered = 0;
-	int shown = 0;        // offers of messages that cannot be taken (msg NULL)
+	int shown = 0;        // offers of messages without a contiguous copy (msg NULL)
 	size_t shown_len = 0;
 	std::string bytes;  // the last message offered
 	void *rx_context = nullptr;
+	std::vector<size_t> piece_lens; // of the last message offered in pieces
+	std::vector<std::string> taken; // every message taken, in order
 
 	static int consume(void *arg, const ofi_rx_inplace_request *req)
 	{
 		auto *c = static_cast<Consumer *>(arg);
 		c->offered++;
+		if (!req->msg && req->piece_count) {
+			c->shown++;
+			c->shown_len = req->len;
+			c->rx_context = req->rx_context;
+			c->bytes.clear();
+			c->piece_lens.clear();
+			for (size_t i = 0; i < req->piece_count; i++) {
+				c->bytes.append(static_cast<const char *>(req->pieces[i].iov_base),
+						req->pieces[i].iov_len);
+				c->piece_lens.push_back(req->pieces[i].iov_len);
+			}
+			if (c->take_pieces)
+				c->taken.push_back(c->bytes);
+			return c->take_pieces;
+		}
 		if (!req->msg) {
 			c->shown++;
 			c->shown_len = req->len;
@@ -35,6 +55,8 @@ struct Consumer {
 		}
 		c->bytes.assign(static_cast<const char *>(req->msg), req->len);
 		c->rx_context = req->rx_context;
+		if (c->take)
+			c->taken.push_back(c->bytes);
 		return c->take;
 	}
 };
@@ -118,6 +140,55 @@ TEST_F(ShmInPlace, LongMessagesAndRemoteDataAreShownButNotTaken)
 	EXPECT_EQ(3u, consumer.shown_len);
 	EXPECT_EQ(&small_ctx, consumer.rx_context);
 	EXPECT_EQ(big, in);
+}
+
+TEST_F(ShmInPlace, MultiSlotMessagesAreTakenInPiecesInOrder)
+{
+	// Two messages over several slots among one-slot ones, all in the ring before the
+	// receiver's pass: each long one is offered once, in pieces of one slot each, intact,
+	// and taken in its place in the order (no receive, no CQ entry, every slot freed).
+	consumer.take_pieces = 1;
+	std::string big1(shm::kSlotPayload * 2 + 100, '\0'), big2(shm::kSlotPayload * 4, '\0');
+	for (size_t i = 0; i < big1.size(); i++)
+		big1[i] = static_cast<char>('a' + i % 23);
+	for (size_t i = 0; i < big2.size(); i++)
+		big2[i] = static_cast<char>('A' + i % 19);
+	const std::string msgs[] = {"one", big1, "two", big2, "three"};
+	for (const std::string &m : msgs) {
+		ASSERT_EQ(0, fi_send(p.client, m.data(), m.size(), nullptr, 0, nullptr));
+		sent();
+	}
+	EXPECT_TRUE(p.cq_stays_empty(p.server_cq, 50));
+	ASSERT_EQ(5u, consumer.taken.size());
+	for (size_t i = 0; i < 5; i++)
+		EXPECT_TRUE(consumer.taken[i] == msgs[i]) << "message " << i;
+	EXPECT_EQ(5, consumer.offered);
+	EXPECT_EQ((std::vector<size_t>{shm::kSlotPayload, shm::kSlotPayload, shm::kSlotPayload,
+				       shm::kSlotPayload}),
+		  consumer.piece_lens);
+	// The next message takes a posted receive as always: the ring is in step.
+	consumer.take = 0;
+	char in[8] = {};
+	ASSERT_EQ(0, fi_recv(p.server, in, sizeof(in), nullptr, 0, nullptr));
+	ASSERT_EQ(0, fi_send(p.client, "four", 5, nullptr, 0, nullptr));
+	fi_cq_data_entry e{};
+	ASSERT_EQ(1, p.wait_cq(p.server_cq, &e));
+	EXPECT_STREQ("four", in);
+}
+
+TEST_F(ShmInPlace, DeclinedPiecesTakeTheirReceive)
+{
+	consumer.take_pieces = 0;
+	std::vector<uint8_t> big(shm::kSlotPayload + 1, 9), in(big.size());
+	int ctx;
+	ASSERT_EQ(0, fi_recv(p.server, in.data(), in.size(), nullptr, 0, &ctx));
+	ASSERT_EQ(0, fi_send(p.client, big.data(), big.size(), nullptr, 0, nullptr));
+	fi_cq_data_entry e{};
+	ASSERT_EQ(1, p.wait_cq(p.server_cq, &e));
+	EXPECT_EQ(&ctx, e.op_context);
+	EXPECT_EQ(&ctx, consumer.rx_context);
+	EXPECT_EQ(big, in);
+	EXPECT_EQ(2u, consumer.piece_lens.size());
 }
 
 TEST_F(ShmInPlace, RemovedConsumerIsNotCalled)

@@ -204,11 +204,31 @@ protected:
 	static int consume(void *arg, const ofi_rx_inplace_request *req)
 	{
 		auto *self = static_cast<ShmForgedInPlace *>(arg);
-		self->offered.assign(static_cast<const char *>(req->msg), req->len);
 		self->offers++;
+		if (req->msg) {
+			self->offered.assign(static_cast<const char *>(req->msg), req->len);
+			return 1;
+		}
+		if (!req->piece_count)
+			return 0; // shown only
+		self->piece_offers++;
+		self->offered.clear();
+		for (size_t i = 0; i < req->piece_count; i++)
+			self->offered.append(static_cast<const char *>(req->pieces[i].iov_base),
+					     req->pieces[i].iov_len);
 		return 1;
 	}
+	// A message over two slots: a full first slot and `second` as its continuation.
+	void put_two_slots(const shm::SlotHeader &second)
+	{
+		std::string first(shm::kSlotPayload, 'f');
+		peer.put(RawPeer::message_header(shm::kSlotFirst, shm::kSlotPayload,
+						 shm::kSlotPayload + 5),
+			 first.data());
+		peer.put(second, "tail");
+	}
 	int offers = 0;
+	int piece_offers = 0;
 	std::string offered;
 };
 
@@ -240,6 +260,59 @@ TEST_F(ShmForgedInPlace, AValidEntryIsOfferedWhereItLies)
 	EXPECT_EQ(1, offers);
 	EXPECT_EQ(std::string("ok", 3), offered);
 	EXPECT_EQ(1u, peer.ring().control.tail.load()); // the slot is free again
+}
+
+TEST_F(ShmForgedInPlace, AValidMultiSlotMessageIsOfferedInPieces)
+{
+	put_two_slots(RawPeer::message_header(0, 5, 5));
+	EXPECT_TRUE(p.cq_stays_empty(p.server_cq, 50));
+	EXPECT_EQ(1, piece_offers);
+	EXPECT_EQ(std::string(shm::kSlotPayload, 'f') + std::string("tail", 5), offered);
+	EXPECT_EQ(2u, peer.ring().control.tail.load()); // both slots free again
+}
+
+// A forged continuation is never offered in pieces (the consumer here would take it): the
+// message goes slot by slot, where take_slot finds the forgery and fails the connection.
+class ShmForgedContinuation : public ShmForgedInPlace {
+protected:
+	void expect_refused(const shm::SlotHeader &second)
+	{
+		put_two_slots(second);
+		expect_failed();
+		EXPECT_EQ(0, piece_offers);
+	}
+	shm::SlotHeader h = RawPeer::message_header(0, 5, 5);
+};
+
+TEST_F(ShmForgedContinuation, TotalBeyondWhatIsLeft)
+{
+	h.total = 6;
+	expect_refused(h);
+}
+
+TEST_F(ShmForgedContinuation, LengthShortOfWhatIsLeft)
+{
+	h.len = 4;
+	expect_refused(h);
+}
+
+TEST_F(ShmForgedContinuation, FirstSlotFlagsOrData)
+{
+	h.flags = shm::kSlotCqData;
+	h.cq_data = 1;
+	expect_refused(h);
+}
+
+TEST_F(ShmForgedContinuation, AnotherOperation)
+{
+	h.op = shm::kOpWrite;
+	expect_refused(h);
+}
+
+TEST_F(ShmForgedContinuation, RmaFields)
+{
+	h.rma_key = 1;
+	expect_refused(h);
 }
 
 TEST_F(ShmForged, AnAckForNoOperation)

@@ -89,9 +89,12 @@ bool RxmEndpoint::consume_shm(RxmConn *conn, const struct ofi_rx_inplace_request
 bool RxmEndpoint::take_from_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req)
 {
 	// The message whole in one piece, or (a message over several shm slots) in pieces.
-	const void *first = req->msg ? req->msg : req->piece_count ? req->pieces[0].iov_base
-								    : nullptr;
-	size_t first_len = req->msg ? req->len : req->piece_count ? req->pieces[0].iov_len : 0;
+	const void *first = req->msg;
+	size_t first_len = req->len;
+	if (!first && req->piece_count) {
+		first = req->pieces[0].iov_base;
+		first_len = req->pieces[0].iov_len;
+	}
 	if (conn->inplace_rx_in_cq.load(std::memory_order_relaxed) ||
 	    conn->state == ConnState::closed || conn->rx_held || conn->sar.active() ||
 	    !first || first_len < kWireHeaderSize)

@@ -179,9 +179,9 @@ private:
 	ssize_t post_send(const iovec *iov, size_t count, void *context, uint64_t flags,
 			  uint64_t data);
 	ssize_t post_recv(const iovec *iov, size_t count, void *context, uint64_t flags);
-	// Writes a one-slot message with nothing queued before it into the ring, straight from
-	// the caller's iovecs, and completes it; false when it must queue.
-	bool send_one_slot(const iovec *iov, size_t count, size_t total, void *context,
+	// Writes a message with nothing queued before it and room for all its slots into the
+	// ring, straight from the caller's iovecs, and completes it; false when it must queue.
+	bool send_in_slots(const iovec *iov, size_t count, size_t total, void *context,
 			   uint64_t flags, uint64_t data);
 	// shm_endpoint_cm.cpp
 	void start_connected(int sock, std::unique_ptr<Segment> segment, int peer_bell,

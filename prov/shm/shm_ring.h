@@ -89,19 +89,20 @@ public:
 		*count = static_cast<uint32_t>(kSlots - used);
 		return true;
 	}
-	// Whether the next slot is free, reading the consumer's tail only when the last tail
-	// seen says the ring is full: that line is written by the peer, so a read of it after
-	// each release costs a cache miss; the ring has kSlots slots to write before it is
-	// needed again. False also for an impossible tail (the general path reports it).
-	bool has_free_slot()
+	// Whether the next `count` (<= kSlots) slots are free, reading the consumer's tail only
+	// when the last tail seen says they are not: that line is written by the peer, so a
+	// read of it after each release costs a cache miss; the ring has kSlots slots to write
+	// before it is needed again. False also for an impossible tail (the general path
+	// reports it).
+	bool has_free_slots(uint32_t count)
 	{
-		if (head_ - seen_tail_ < kSlots)
+		if (head_ - seen_tail_ + count <= kSlots)
 			return true;
 		uint64_t tail = ring_->control.tail.load(std::memory_order_acquire);
 		if (tail > head_ || head_ - tail > kSlots)
 			return false;
 		seen_tail_ = tail;
-		return head_ - tail < kSlots;
+		return head_ - tail + count <= kSlots;
 	}
 	uint8_t *slot(uint32_t ahead) { return ring_->slots[(head_ + ahead) % kSlots]; }
 	// Makes `count` written slots visible; true when the consumer asked for a doorbell.

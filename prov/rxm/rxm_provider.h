@@ -42,8 +42,10 @@ struct RxmParams {
 	// Over shared memory (a peer moved to shm, or shm as the core) the alternative is two
 	// or three copies through the ring, not a socket: rxm_cost's CPU time per message of a
 	// switched peer, keyless pulls, favours eager up to 24 KiB and the pull from 32 KiB on;
-	// shm;ofi_rxm's SAR beyond its 16 KiB eager size loses to the pull everywhere.
-	size_t cma_rndv_min_shm = 24576;
+	// shm;ofi_rxm's SAR beyond its 16 KiB eager size loses to the pull everywhere. The
+	// latency a same-host ping-pong sees favours the pull from 16 KiB on (16385 B: 2.6 us
+	// pulled, 3.4 eager through the ring; 20 KiB 2.8 / 4.4; prov/rxm/README.md).
+	size_t cma_rndv_min_shm = 16384;
 	// Same-host peers move to shared memory (rxm_shm.h) once proved local; both sides must
 	// have it on.
 	bool use_shm = true; // over cores the switch works over (RxmEndpoint::shm_wanted)

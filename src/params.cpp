@@ -213,6 +213,15 @@ void define_core_params_now()
 			"cq, eq, mr, cntr; comma separated, ^ to exclude (default: all)");
 	fi_param_define(nullptr, "log_interval", FI_PARAM_INT,
 			"Minimum delay in ms between rate limited log messages (default 2000)");
+	fi_param_define(nullptr, "mr_cache_max_count", FI_PARAM_SIZE_T,
+			"Most registrations the MR cache keeps (verbs, local access only); 0 "
+			"disables the cache (default 1024)");
+	fi_param_define(nullptr, "mr_cache_max_size", FI_PARAM_SIZE_T,
+			"Most bytes the MR cache keeps registered (default: physical memory "
+			"divided by the number of cores)");
+	fi_param_define(nullptr, "mr_cache_monitor", FI_PARAM_STRING,
+			"How the MR cache learns of unmapped memory: userfaultfd (default) or "
+			"disabled (no cache)");
 	fi_param_define(nullptr, "universe_size", FI_PARAM_SIZE_T,
 			"Expected number of processes of a distributed job; providers size "
 			"their resources by it (default: provider specific)");

@@ -76,6 +76,43 @@ VerbsDomain::VerbsDomain(VerbsFabric &fabric, const struct fi_info *info, void *
 	install_ops<VerbsDomain>();
 }
 
+void *VerbsDomain::Registrar::reg(void *addr, size_t len, uint64_t access, int *err) noexcept
+{
+	int ibv = VerbsMemoryRegion::ibv_access_for(access);
+	struct ibv_mr *mr = ibv_reg_mr(domain_.pd(), addr, len, ibv);
+	if (!mr) {
+		int e = errno ? errno : ENOMEM;
+		VERBS_WARN(FI_LOG_MR, "ibv_reg_mr(%p, %zu) failed: %s\n", addr, len, strerror(e));
+		*err = -e;
+	}
+	return mr;
+}
+
+void VerbsDomain::Registrar::dereg(void *handle) noexcept
+{
+	ibv_dereg_mr(static_cast<struct ibv_mr *>(handle));
+}
+
+util::MrCache *VerbsDomain::mr_cache()
+{
+	std::call_once(mr_cache_once_, [this] {
+		if (params().use_odp) // ODP registrations follow the pages by themselves
+			return;
+		try {
+			auto cache = std::make_unique<util::MrCache>(
+				registrar_, util::MrCacheLimits::from_params());
+			if (!cache->caching()) {
+				VERBS_INFO(FI_LOG_MR, "no MR cache (no userfaultfd, or disabled): "
+						      "every registration is made per use\n");
+				return;
+			}
+			mr_cache_ = std::move(cache);
+		} catch (...) {
+		}
+	});
+	return mr_cache_.get();
+}
+
 const char *VerbsDomain::prov_strerror(int prov_errno, const void *, char *buf, size_t len)
 {
 	const char *text = ibv_wc_status_str(static_cast<enum ibv_wc_status>(prov_errno));

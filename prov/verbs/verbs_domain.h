@@ -7,12 +7,14 @@
 #define OFI_PROV_VERBS_DOMAIN_H
 
 #include <memory>
+#include <mutex>
 
 #include <infiniband/verbs.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 
 #include "prov/util/domain.h"
+#include "prov/util/mr_cache.h"
 
 namespace verbs {
 
@@ -54,7 +56,22 @@ public:
 	int poll_open(struct fi_poll_attr *attr, struct fid_poll **pollset);
 	int bind(struct fid *bfid, uint64_t flags);
 
+	// The cache of local-access registrations (made on first use); nullptr when it cannot
+	// cache (no userfaultfd, FI_MR_CACHE_MONITOR=disabled, FI_MR_CACHE_MAX_COUNT=0, ODP).
+	util::MrCache *mr_cache();
+
 private:
+	// ibv_reg_mr / ibv_dereg_mr on this domain's PD, for the cache.
+	class Registrar : public util::MrRegistrar {
+	public:
+		explicit Registrar(VerbsDomain &domain) : domain_(domain) {}
+		void *reg(void *addr, size_t len, uint64_t access, int *err) noexcept override;
+		void dereg(void *handle) noexcept override;
+
+	private:
+		VerbsDomain &domain_;
+	};
+
 	struct DeviceListDeleter {
 		void operator()(struct ibv_context **list) const;
 	};
@@ -67,6 +84,10 @@ private:
 	struct ibv_context *context_ = nullptr;
 	struct ibv_device_attr device_attr_ {};
 	std::unique_ptr<struct ibv_pd, PdDeleter> pd_;
+	// After the PD: cached registrations go before it.
+	Registrar registrar_{*this};
+	std::once_flag mr_cache_once_;
+	std::unique_ptr<util::MrCache> mr_cache_;
 };
 
 } // namespace verbs

@@ -59,11 +59,9 @@ const struct iovec &checked_iov(const struct fi_mr_attr &attr, uint64_t flags)
 	return iov;
 }
 
-struct ibv_mr *register_region(VerbsDomain &domain, const struct fi_mr_attr &attr,
-			       uint64_t flags)
+struct ibv_mr *register_iov(VerbsDomain &domain, const struct iovec &iov, uint64_t fi_access)
 {
-	const struct iovec &iov = checked_iov(attr, flags);
-	int access = VerbsMemoryRegion::ibv_access_for(attr.access);
+	int access = VerbsMemoryRegion::ibv_access_for(fi_access);
 	if (params().use_odp)
 		access |= IBV_ACCESS_ON_DEMAND;
 	struct ibv_mr *mr = ibv_reg_mr(domain.pd(), iov.iov_base, iov.iov_len, access);
@@ -76,13 +74,29 @@ struct ibv_mr *register_region(VerbsDomain &domain, const struct fi_mr_attr &att
 	return mr;
 }
 
+// Registrations a peer cannot use (no remote access) may outlive their region in the cache.
+bool cacheable(uint64_t access, const struct iovec &iov)
+{
+	return access && !(access & (FI_REMOTE_READ | FI_REMOTE_WRITE)) && iov.iov_len;
+}
+
 } // namespace
 
 VerbsMemoryRegion::VerbsMemoryRegion(VerbsDomain &domain, const struct fi_mr_attr &attr,
 				     uint64_t flags)
-	: util::FidObject(embedded_fid, FI_CLASS_MR, attr.context), domain_(domain),
-	  mr_(register_region(domain, attr, flags))
+	: util::FidObject(embedded_fid, FI_CLASS_MR, attr.context), domain_(domain)
 {
+	const struct iovec &iov = checked_iov(attr, flags);
+	util::MrCache *cache = cacheable(attr.access, iov) ? domain.mr_cache() : nullptr;
+	if (cache) {
+		int err = 0;
+		cached_ = cache->acquire(iov.iov_base, iov.iov_len, attr.access, &err);
+		if (!cached_)
+			throw util::Error(err ? err : -FI_ENOMEM);
+		mr_ = static_cast<struct ibv_mr *>(cached_->handle);
+	} else {
+		mr_ = register_iov(domain, iov, attr.access);
+	}
 	embedded_fid.pub.fid.ops =
 		util::ops_ptr<VerbsMemoryRegion, util::make_fi_ops<VerbsMemoryRegion>>();
 	embedded_fid.pub.mem_desc = &embedded_fid.pub;
@@ -92,7 +106,9 @@ VerbsMemoryRegion::VerbsMemoryRegion(VerbsDomain &domain, const struct fi_mr_att
 
 VerbsMemoryRegion::~VerbsMemoryRegion()
 {
-	if (mr_)
+	if (cached_)
+		domain_.mr_cache()->release(cached_);
+	else if (mr_)
 		ibv_dereg_mr(mr_);
 	domain_.unref();
 }
@@ -106,6 +122,12 @@ bool VerbsMemoryRegion::covers(const void *addr, size_t len) const
 
 int VerbsMemoryRegion::close()
 {
+	if (cached_) {
+		domain_.mr_cache()->release(cached_);
+		cached_ = nullptr;
+		mr_ = nullptr;
+		return util::FidObject::close();
+	}
 	// A registration the device refuses to release stays open, so the caller sees why.
 	int ret = ibv_dereg_mr(mr_);
 	if (ret)

@@ -7,6 +7,7 @@
 #include <rdma/fi_domain.h>
 
 #include "prov/util/fid_object.h"
+#include "prov/util/mr_cache.h"
 
 namespace verbs {
 
@@ -14,7 +15,8 @@ class VerbsDomain;
 
 class VerbsMemoryRegion : public util::FidStorage<fid_mr>, public util::FidObject {
 public:
-	// Registers attr's one iovec with ibv_reg_mr; throws util::Error for bad attributes
+	// Registers attr's one iovec with ibv_reg_mr (through the domain's MR cache when it
+	// grants local access only: a remote right ends with its region); throws util::Error for bad attributes
 	// (-FI_EINVAL, -FI_EBADFLAGS, -FI_ENOSYS for several iovecs or device memory) or a
 	// refused registration.
 	VerbsMemoryRegion(VerbsDomain &domain, const struct fi_mr_attr &attr, uint64_t flags);
@@ -37,7 +39,10 @@ public:
 
 private:
 	VerbsDomain &domain_;
-	struct ibv_mr *mr_;
+	struct ibv_mr *mr_ = nullptr;
+	// Set when mr_ is the domain MR cache's (local access only): released, not
+	// deregistered, at close.
+	util::MrCacheEntry *cached_ = nullptr;
 };
 
 } // namespace verbs

@@ -476,7 +476,10 @@ int RxmEndpoint::core_trywait()
 		return -FI_EAGAIN;  // no fd to block on: the caller has to poll
 	struct fid *fids[] = {&core_cq_->fid, &core_eq_->fid};
 	int ret = fi_trywait(core_fabric_, fids, 2);
-	return ret || shm_may_sleep() ? ret : -FI_EAGAIN;
+	ret = ret || shm_may_sleep() ? ret : -FI_EAGAIN;
+	if (ret == 0)
+		may_have_slept_.store(true, std::memory_order_relaxed); // see progress()
+	return ret;
 }
 
 bool RxmEndpoint::core_may_sleep()
@@ -484,7 +487,10 @@ bool RxmEndpoint::core_may_sleep()
 	if (!core_cq_ || !core_eq_ || !core_cq_wait_.has_fds() || !core_eq_wait_.has_fds())
 		return true;
 	struct fid *fids[] = {&core_cq_->fid, &core_eq_->fid};
-	return fi_trywait(core_fabric_, fids, 2) != -FI_EAGAIN && shm_may_sleep();
+	bool may = fi_trywait(core_fabric_, fids, 2) != -FI_EAGAIN && shm_may_sleep();
+	if (may)
+		may_have_slept_.store(true, std::memory_order_relaxed); // see progress()
+	return may;
 }
 
 void RxmEndpoint::shutdown_all()
@@ -658,12 +664,15 @@ void RxmEndpoint::progress()
 		return;
 	++progress_passes_;
 	// The core EQ (connection management) is read on every call while a connection is
-	// being set up; otherwise at least every kIdleEqInterval while the core CQ has nothing
-	// and every cm_progress_interval while data keeps coming. Reading it costs a system
-	// call (the core fabric's progress): a spinning reader calling in a loop paid that on
-	// every empty pass, doubling what a pass costs. A new peer's connection request or a
-	// lost connection is still seen within kIdleEqInterval of an idle reader; a blocking
-	// reader that wakes for one spins at most that long before the read.
+	// being set up, and on the first call after a sleep if that call finds no completion
+	// (the EQ's fd may have woken the sleeper); otherwise at least every
+	// kIdleCoreEqInterval while the core CQ has nothing and every cm_progress_interval
+	// while data keeps coming. Reading it costs a system
+	// call (the core fabric's progress; verbs: an rdma_get_cm_event): a spinning reader
+	// calling in a loop paid that on every empty pass, doubling what a pass costs, and a
+	// ping-pong under qemu (each wait longer than 50 us) paid 0.8 of them per round trip.
+	// A new peer's connection request or a lost connection is still seen within
+	// kIdleCoreEqInterval of a spinning reader; a sleeping one wakes on the EQ's fd.
 	bool busy = drain_core_cq() > 0;
 	auto now = std::chrono::steady_clock::now(); // one clock read per pass, shm's too
 	if (shm_)
@@ -673,9 +682,12 @@ void RxmEndpoint::progress()
 	// finds nothing (Open MPI's MTL) makes that pass between each message and its answer,
 	// and the core's engine rests on it (no system call) unless the EQ read adds one.
 	if (!busy && !last_pass_busy_)
-		interval = std::min<std::chrono::microseconds>(interval, kIdleEqInterval);
+		interval = std::min<std::chrono::microseconds>(interval, kIdleCoreEqInterval);
 	last_pass_busy_ = busy;
-	if (conn_timers_active_ || now - last_eq_read_ >= interval) {
+	// The first pass after a trywait that allowed a sleep: if it finds no completion, the
+	// EQ's fd may be what woke the sleeper.
+	bool eq_may_have_woken = may_have_slept_.exchange(false, std::memory_order_relaxed) && !busy;
+	if (conn_timers_active_ || eq_may_have_woken || now - last_eq_read_ >= interval) {
 		last_eq_read_ = now;
 		drain_core_eq();
 	}

@@ -576,7 +576,10 @@ private:
 	// timerfd (in the bound CQs' and counters' wait sets) wakes sleepers at the next deadline.
 	bool conn_timers_active_ = false;
 	std::chrono::steady_clock::time_point last_eq_read_{}; // see progress()
-	static constexpr std::chrono::microseconds kIdleEqInterval{50};
+	static constexpr std::chrono::microseconds kIdleEqInterval{50}; // shm's EQ
+	// The core EQ's, once no connection is being set up (see progress()).
+	static constexpr std::chrono::microseconds kIdleCoreEqInterval{1000};
+	std::atomic<bool> may_have_slept_{false}; // a core trywait allowed a sleep
 	int conn_timer_fd_ = -1;
 	std::chrono::steady_clock::time_point conn_timer_armed_{};
 	uint32_t conn_id_nonce_ = 0; // high bits of connection ids, random per endpoint

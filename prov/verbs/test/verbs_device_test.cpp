@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <poll.h>
+#include <sys/mman.h>
 
 #include <chrono>
 #include <cstring>
@@ -23,6 +24,8 @@
 #include <infiniband/verbs.h>
 
 #include "prov/util/flow_ctrl_ops.h"
+#include "prov/util/memory_monitor.h"
+#include "prov/verbs/verbs_mr.h"
 #include "test/leaks/process_usage.h"
 
 namespace {
@@ -726,6 +729,47 @@ TEST_F(VerbsDevice, EndpointBindsEnablesAndTakesOptionsAsUtilDoes)
 	EXPECT_EQ(fi_close(&mr->fid), 0);
 	EXPECT_EQ(fi_close(&foreign_cq->fid), 0);
 	EXPECT_EQ(fi_close(&other_domain->fid), 0);
+}
+
+// Local-access regions come from the domain's MR cache (the same device registration, so
+// the same key, for the same pages); remote-access ones are made per region; an unmap of
+// the pages drops the cached one.
+TEST_F(VerbsDevice, LocalRegionsAreCachedRemoteOnesAreNot)
+{
+	const char *monitor = getenv("FI_MR_CACHE_MONITOR");
+	if (!util::MemoryMonitor::available() || (monitor && !strcmp(monitor, "disabled")))
+		GTEST_SKIP() << "no userfaultfd or FI_MR_CACHE_MONITOR=disabled: nothing is cached";
+	const size_t len = 64 * 1024;
+	void *buf = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(buf, MAP_FAILED);
+	memset(buf, 1, len);
+	// Compared by the device's local key (rxe gives local-only regions remote key 0),
+	// with the regions compared open at once (a closed one's key may come back).
+	auto reg = [&](uint64_t access) {
+		struct fid_mr *mr = nullptr;
+		EXPECT_EQ(fi_mr_reg(domain_, buf, len, access, 0, 0, 0, &mr, nullptr), 0);
+		return mr;
+	};
+	auto lkey = [](struct fid_mr *mr) {
+		return mr ? verbs::VerbsMemoryRegion::from_desc(fi_mr_desc(mr))->lkey() : 0u;
+	};
+	struct fid_mr *local1 = reg(FI_READ), *local2 = reg(FI_READ);
+	EXPECT_EQ(lkey(local1), lkey(local2));
+	struct fid_mr *remote1 = reg(FI_REMOTE_READ), *remote2 = reg(FI_REMOTE_READ);
+	EXPECT_NE(lkey(remote1), lkey(remote2));
+	EXPECT_NE(lkey(remote1), lkey(local1));
+	ASSERT_EQ(munmap(buf, len), 0);
+	void *again = mmap(buf, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+			   -1, 0);
+	ASSERT_EQ(again, buf);
+	struct fid_mr *local3 = reg(FI_READ);
+	EXPECT_NE(lkey(local3), lkey(local1));
+	for (struct fid_mr *mr : {local1, local2, remote1, remote2, local3}) {
+		if (mr) {
+			EXPECT_EQ(fi_close(&mr->fid), 0);
+		}
+	}
+	munmap(buf, len);
 }
 
 TEST_F(VerbsDevice, BadInputIsRefused)

@@ -667,10 +667,10 @@ void RxmEndpoint::progress()
 	// being set up, and on the first call after a sleep if that call finds no completion
 	// (the EQ's fd may have woken the sleeper); otherwise at least every
 	// kIdleCoreEqInterval while the core CQ has nothing and every cm_progress_interval
-	// while data keeps coming. Reading it costs a system
-	// call (the core fabric's progress; verbs: an rdma_get_cm_event): a spinning reader
-	// calling in a loop paid that on every empty pass, doubling what a pass costs, and a
-	// ping-pong under qemu (each wait longer than 50 us) paid 0.8 of them per round trip.
+	// while data keeps coming. Reading it costs a system call (the core fabric's
+	// progress; verbs: an rdma_get_cm_event): a spinning reader calling in a loop paid
+	// that on every empty pass, doubling what a pass costs, and a ping-pong under qemu
+	// (each wait longer than the former 50 us) paid 0.8 of them per round trip.
 	// A new peer's connection request or a lost connection is still seen within
 	// kIdleCoreEqInterval of a spinning reader; a sleeping one wakes on the EQ's fd.
 	bool busy = drain_core_cq() > 0;
@@ -685,8 +685,10 @@ void RxmEndpoint::progress()
 		interval = std::min<std::chrono::microseconds>(interval, kIdleCoreEqInterval);
 	last_pass_busy_ = busy;
 	// The first pass after a trywait that allowed a sleep: if it finds no completion, the
-	// EQ's fd may be what woke the sleeper.
-	bool eq_may_have_woken = may_have_slept_.exchange(false, std::memory_order_relaxed) && !busy;
+	// EQ's fd may be what woke the sleeper. (A plain load first: no atomic exchange on
+	// every pass of a busy poller.)
+	bool eq_may_have_woken = may_have_slept_.load(std::memory_order_relaxed) &&
+				 may_have_slept_.exchange(false, std::memory_order_relaxed) && !busy;
 	if (conn_timers_active_ || eq_may_have_woken || now - last_eq_read_ >= interval) {
 		last_eq_read_ = now;
 		drain_core_eq();

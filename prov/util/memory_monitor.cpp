@@ -107,9 +107,9 @@ bool MemoryMonitor::acquire()
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	try {
-		reader_ = std::thread([this] { run(); });
-	} catch (...) {
+	// pthread_create, not std::thread: std::thread frees its start state in the new
+	// thread, and the reader must not allocate or free (a free may trim the heap).
+	if (pthread_create(&reader_, nullptr, reader_main, this) != 0) {
 		pthread_sigmask(SIG_SETMASK, &old, nullptr);
 		close(uffd_);
 		close(wake_fd_);
@@ -130,7 +130,7 @@ void MemoryMonitor::release()
 	uint64_t one = 1;
 	ssize_t n = write(wake_fd_, &one, sizeof(one));
 	(void)n;
-	reader_.join();
+	pthread_join(reader_, nullptr);
 	// Closing releases every watched range; an unmapper blocked on an unread event is
 	// woken by the release.
 	close(uffd_);
@@ -183,6 +183,12 @@ int MemoryMonitor::read_log(uint64_t &seen, UnmappedRange *out)
 		out[count++] = log_[i % kLogSize];
 	seen = n;
 	return count;
+}
+
+void *MemoryMonitor::reader_main(void *self)
+{
+	static_cast<MemoryMonitor *>(self)->run();
+	return nullptr;
 }
 
 void MemoryMonitor::run()

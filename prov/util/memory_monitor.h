@@ -29,7 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
-#include <thread>
+#include <pthread.h>
 
 namespace util {
 
@@ -78,7 +78,8 @@ private:
 	int users_ = 0;
 	int uffd_ = -1;
 	int wake_fd_ = -1;
-	std::thread reader_;
+	pthread_t reader_{};
+	static void *reader_main(void *self);
 	std::atomic<bool> stop_{false};
 	std::atomic<uint64_t> reads_started_{0};
 	std::atomic<uint64_t> reads_done_{0};

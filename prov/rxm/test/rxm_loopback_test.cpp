@@ -152,6 +152,19 @@ protected:
 					n->poll();
 	}
 
+	// One message from a to b connects them; 200 ms of progress after it lets a same-host
+	// pair (FI_OFI_RXM_USE_SHM=1) move to shm before the test's own messages.
+	void connect_and_settle()
+	{
+		int warm_s, warm_r;
+		char warm = 0;
+		ASSERT_EQ(0, fi_recv(b->ep, &warm, 1, nullptr, FI_ADDR_UNSPEC, &warm_r));
+		ASSERT_EQ(0, fi_send(a->ep, "w", 1, nullptr, b_at_a, &warm_s));
+		ASSERT_FALSE(wait_for(*a, &warm_s).error);
+		ASSERT_FALSE(wait_for(*b, &warm_r).error);
+		progress_for(200);
+	}
+
 	static std::vector<uint8_t> pattern(size_t len, uint8_t seed)
 	{
 		std::vector<uint8_t> v(len);
@@ -744,13 +757,7 @@ TEST_F(RxmLoopback, MessagesTakingBothReceivePathsStayInOrder)
 	// Over a core that lets rxm take messages where they arrive (tcp's direct receives,
 	// shm's ring), a delivery-complete message still goes through a receive buffer: the
 	// plain messages sent after it, ready in the same progress pass, must not overtake it.
-	int warm_s, warm_r;
-	char warm = 0;
-	ASSERT_EQ(0, fi_recv(b->ep, &warm, 1, nullptr, FI_ADDR_UNSPEC, &warm_r));
-	ASSERT_EQ(0, fi_send(a->ep, "w", 1, nullptr, b_at_a, &warm_s));
-	ASSERT_FALSE(wait_for(*a, &warm_s).error);
-	ASSERT_FALSE(wait_for(*b, &warm_r).error);
-	progress_for(200); // a same-host pair has moved to shm by now
+	ASSERT_NO_FATAL_FAILURE(connect_and_settle());
 	constexpr int kCount = 6;
 	uint32_t in[kCount] = {};
 	int sctx[kCount], rctx[kCount];
@@ -778,13 +785,7 @@ TEST_F(RxmLoopback, EagerMessagesOfManySizesStayInOrderAndIntact)
 	// moved, FI_OFI_RXM_USE_SHM=1) 8-16 KiB eager messages span several ring slots and are
 	// taken in pieces when their receive is posted; one-slot ones where they lie; the
 	// unexpected ones (receives posted after the sends) go through receive buffers.
-	int warm_s, warm_r;
-	char warm = 0;
-	ASSERT_EQ(0, fi_recv(b->ep, &warm, 1, nullptr, FI_ADDR_UNSPEC, &warm_r));
-	ASSERT_EQ(0, fi_send(a->ep, "w", 1, nullptr, b_at_a, &warm_s));
-	ASSERT_FALSE(wait_for(*a, &warm_s).error);
-	ASSERT_FALSE(wait_for(*b, &warm_r).error);
-	progress_for(200); // a same-host pair has moved to shm by now
+	ASSERT_NO_FATAL_FAILURE(connect_and_settle());
 	const size_t sizes[] = {8192, 64, 16384, 4032, 4033, 1024, 12000, 0, 8192, 16000, 1};
 	constexpr size_t kCount = sizeof(sizes) / sizeof(sizes[0]);
 	constexpr size_t kPostedFirst = 7; // the rest arrive unexpected

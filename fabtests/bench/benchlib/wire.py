@@ -39,7 +39,7 @@ def iterations(quick):
 
     def count(kind, size):
         if kind == "bw":   # whole windows of 64
-            return 64 * max(4, min(2000 // scale, (64 << 20) // scale // size // 64))
+            return 64 * max(4, min(2000 // scale, (256 << 20) // scale // size // 64))
         return max(100, min(20000 // scale, (32 << 20) // scale // size))
     return count
 

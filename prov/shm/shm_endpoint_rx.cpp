@@ -16,6 +16,16 @@ bool known_status(uint32_t status)
 	return status == 0 || status == FI_EINVAL || status == FI_EACCES || status == FI_EIO;
 }
 
+// A continuation slot of operation `op` with `remaining` bytes still to come: the same
+// operation, exactly what it still needs, nothing else (on a header copied out). Its
+// status is the caller's to check: an answer's continuation may carry a verdict.
+bool continues_message(const SlotHeader &c, uint32_t op, size_t remaining)
+{
+	return c.op == op && c.flags == 0 && c.reserved == 0 &&
+	       c.total == remaining && c.len == std::min<size_t>(remaining, kSlotPayload) &&
+	       c.id == 0 && c.rma_key == 0 && c.rma_addr == 0 && c.cq_data == 0;
+}
+
 } // namespace
 
 bool ShmEndpoint::ready_for(uint32_t op)
@@ -113,19 +123,6 @@ uint32_t ShmEndpoint::consumed_in_place(const SlotHeader &h, const uint8_t *payl
 	return taken == 1 ? slots : 0;
 }
 
-namespace {
-
-// A continuation slot of a message with `remaining` bytes still to come: the same checks
-// as valid_slot's for one (nothing but the length it still needs), on a header copied out.
-bool continues_message(const SlotHeader &c, size_t remaining)
-{
-	return c.op == kOpMsg && c.flags == 0 && c.status == 0 && c.reserved == 0 &&
-	       c.total == remaining && c.len == std::min<size_t>(remaining, kSlotPayload) &&
-	       c.id == 0 && c.rma_key == 0 && c.rma_addr == 0 && c.cq_data == 0;
-}
-
-} // namespace
-
 uint32_t ShmEndpoint::message_pieces(const SlotHeader &h, const uint8_t *payload,
 				     uint32_t ready, iovec *pieces) const
 {
@@ -139,7 +136,7 @@ uint32_t ShmEndpoint::message_pieces(const SlotHeader &h, const uint8_t *payload
 		const uint8_t *slot = rx_ring_.slot_ahead(i);
 		SlotHeader c;
 		memcpy(&c, slot, sizeof(c));
-		if (!continues_message(c, rest))
+		if (c.status != 0 || !continues_message(c, kOpMsg, rest))
 			return 0; // take_slot meets it in turn and fails the connection
 		pieces[i] = {const_cast<uint8_t *>(slot + sizeof(c)), c.len};
 		rest -= c.len;
@@ -157,13 +154,8 @@ bool ShmEndpoint::valid_slot(const SlotHeader &h) const
 	bool answer = h.op == kOpAck || h.op == kOpReadResp;
 	if (answer ? !known_status(h.status) : h.status != 0)
 		return false;
-	if (!first) {
-		// A continuation: same operation, exactly what it still needs, nothing else.
-		size_t remaining = incoming_.total - incoming_.received;
-		return h.op == incoming_.op && !cq_data && h.total == remaining &&
-		       h.len == std::min<size_t>(remaining, kSlotPayload) && h.id == 0 &&
-		       h.rma_key == 0 && h.rma_addr == 0 && h.cq_data == 0;
-	}
+	if (!first)
+		return continues_message(h, incoming_.op, incoming_.total - incoming_.received);
 	bool rma_fields = h.op == kOpWrite || h.op == kOpReadReq;
 	if (!rma_fields && (h.rma_key || h.rma_addr))
 		return false;

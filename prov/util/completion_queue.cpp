@@ -77,7 +77,7 @@ int progress_op(struct fid_cq *cq) noexcept
 		CompletionQueue *q = plain_cq(cq);
 		if (!q)
 			return -FI_EINVAL;
-		return q->progress_then_ready() ? 1 : 0;
+		return q->progress_then_ready(1) ? 1 : 0;
 	} catch (...) {
 		return 1; // let a read find out (and report) what went wrong
 	}
@@ -303,6 +303,15 @@ ssize_t CompletionQueue::read(void *buf, size_t count)
 
 ssize_t CompletionQueue::readfrom(void *buf, size_t count, fi_addr_t *src_addr)
 {
+	// Still nothing (a busy poller's usual read): no lock either.
+	if (!progress_then_ready(count) && count && buf)
+		return -FI_EAGAIN;
+	LockGuard guard(lock_);
+	return read_locked(buf, count, src_addr);
+}
+
+bool CompletionQueue::progress_then_ready(size_t count)
+{
 	note_read();
 	// Entries already queued are handed out before progressing again: a completion found
 	// by an earlier pass (e.g. one an EQ read's progress placed here) costs its reader no
@@ -310,25 +319,12 @@ ssize_t CompletionQueue::readfrom(void *buf, size_t count, fi_addr_t *src_addr)
 	// lock-free count: a reader spinning on an empty queue (rxm's core CQ below its own)
 	// took this lock once more per pass for it. A count another thread changes meanwhile
 	// costs one extra or one skipped pass, which the next read makes up.
-	if (queued() == 0) {
-		progress_for_read(count);
-		// Still nothing (a busy poller's usual read): no lock either, unless the eventfd
-		// is set, which only the locked drain clears (an FI_GETWAIT fd polled without
-		// fi_trywait, a pending fi_cq_signal). A writer racing with this check is a write
-		// that came right after the read.
-		if (queued() == 0 && count && buf && !event_fd_set())
-			return -FI_EAGAIN;
-	}
-	LockGuard guard(lock_);
-	return read_locked(buf, count, src_addr);
-}
-
-bool CompletionQueue::progress_then_ready()
-{
-	// readfrom's steps up to its lock-free "nothing" answer.
-	note_read();
-	if (queued() == 0)
-		progress_for_read(1);
+	if (queued() != 0)
+		return true;
+	progress_for_read(count);
+	// The eventfd counts as something: only the locked drain clears it (an FI_GETWAIT fd
+	// polled without fi_trywait, a pending fi_cq_signal). A writer racing with this check
+	// is a write that came right after the read.
 	return queued() != 0 || event_fd_set();
 }
 

@@ -76,9 +76,9 @@ public:
 	// OFI_CQ_PROGRESS_OPS_NAME (util/cq_progress_ops.h), for CQs read the util way.
 	int ops_open(const char *name, uint64_t flags, void **ops, void *context);
 
-	// What cq_progress_ops.h's progress() does: a read's progress without the read; true
-	// when a read would return something.
-	bool progress_then_ready();
+	// A read's progress without the read (for up to `count` entries): true when a read
+	// would return something. readfrom's first step, and cq_progress_ops.h's progress().
+	bool progress_then_ready(size_t count);
 
 	// ---- Waitable ----
 	void run_progress() override;

@@ -45,7 +45,9 @@ private:
 	uint32_t available_;
 };
 
-// Receiver side: buffers consumed and reposted since the last update we sent.
+// Receiver side: buffers consumed and reposted since the last update we sent. They go back
+// in the header of any message we send the peer (piggybacked), and in a message of their own
+// (a credit update) only once a batch of them waited for none.
 class CreditReturn {
 public:
 	// An update is worth a message once batch buffers have been freed.
@@ -63,6 +65,10 @@ public:
 		pending_ = 0;
 		return n;
 	}
+	// What a message going to the peer anyway can carry back (its header has 16 bits)...
+	uint16_t to_piggyback() const { return pending_ > UINT16_MAX ? UINT16_MAX : pending_; }
+	// ... and, once that message was handed to the core, no longer pending.
+	void piggybacked(uint16_t n) { pending_ -= n <= pending_ ? n : pending_; }
 
 private:
 	uint32_t batch_;

@@ -271,6 +271,11 @@ private:
 	void on_buffer_reposted(RxmConn *conn);
 	void send_credit_update(RxmConn *conn);
 	void handle_credit_update(RxmConn *conn, const WireHeader &hdr);
+	// Credits returned in the header of any message (WireHeader::credits); false when the
+	// peer returned more than it was granted (the connection has failed).
+	bool take_returned_credits(RxmConn *conn, uint64_t credits);
+	// The credits a message about to be posted on conn's core carries back.
+	uint16_t credits_to_piggyback(const RxmConn *conn) const;
 
 	// Receiving (rxm_recv.cpp)
 	ssize_t recv_common(const struct iovec *iov, void **desc, size_t count, fi_addr_t src,

@@ -2,8 +2,10 @@
 // (verbs RC: a send finding none is retried by the hardware and stalls the connection).
 // Such a core offers the OFI_FLOW_CTRL_OPS_NAME extension; over it, each side grants the
 // peer its msg_rx_size posted buffers in the CM data, counts what it sends (rxm_credits.h,
-// the last credit kept for credit updates), and returns credits in batches as it reposts
-// buffers. The core enforces the same count, so no send is ever posted without a receive.
+// the last credit kept for credit updates), and returns the credits of reposted buffers in
+// the header of the next message it sends that peer; a message of their own (a credit update)
+// goes only when a quarter of the buffers waited for one (a one-way stream). The core enforces
+// the same count, so no send is ever posted without a receive.
 #include "prov/rxm/rxm_domain.h"
 #include "prov/rxm/rxm_endpoint.h"
 #include "prov/rxm/rxm_provider.h"
@@ -105,26 +107,41 @@ void RxmEndpoint::send_credit_update(RxmConn *conn)
 	}
 	buf->conn = conn;
 	conn->credit_return.take_pending();
+	RXM_INFO(FI_LOG_EP_DATA, "credit update sent: %llu credits\n",
+		 static_cast<unsigned long long>(h.offset));
+}
+
+uint16_t RxmEndpoint::credits_to_piggyback(const RxmConn *conn) const
+{
+	// Over shm the message bypasses the core's receive buffers (and the path that reads
+	// this field): the credits wait for the next core message or update.
+	return conn->tx_on_shm ? 0 : conn->credit_return.to_piggyback();
+}
+
+bool RxmEndpoint::take_returned_credits(RxmConn *conn, uint64_t n)
+{
+	const ofi_flow_ctrl_ops *ops = domain_->flow_ctrl();
+	// The peer cannot return more than it granted: anything else is a broken peer.
+	if (!ops || !conn->send_credits.enabled() || n == 0 ||
+	    conn->send_credits.available() + n > conn->peer_credit_grant) {
+		RXM_WARN(FI_LOG_EP_DATA, "invalid credit return (%llu credits): closing the "
+					 "connection\n", static_cast<unsigned long long>(n));
+		fail_conn(conn, -FI_EIO);
+		return false;
+	}
+	int ret = ops->add_credits(conn->core_ep, n);
+	if (ret) {
+		fail_conn(conn, ret);
+		return false;
+	}
+	conn->send_credits.grant(static_cast<uint32_t>(n));
+	return true;
 }
 
 void RxmEndpoint::handle_credit_update(RxmConn *conn, const WireHeader &hdr)
 {
-	const ofi_flow_ctrl_ops *ops = domain_->flow_ctrl();
-	// The peer cannot return more than it granted: anything else is a broken peer.
-	if (!ops || !conn->send_credits.enabled() || hdr.offset == 0 ||
-	    conn->send_credits.available() + hdr.offset > conn->peer_credit_grant) {
-		RXM_WARN(FI_LOG_EP_DATA, "invalid credit update (%llu credits): closing the "
-					 "connection\n", static_cast<unsigned long long>(hdr.offset));
-		fail_conn(conn, -FI_EIO);
+	if (!take_returned_credits(conn, hdr.offset))
 		return;
-	}
-	uint32_t n = static_cast<uint32_t>(hdr.offset);
-	int ret = ops->add_credits(conn->core_ep, n);
-	if (ret) {
-		fail_conn(conn, ret);
-		return;
-	}
-	conn->send_credits.grant(n);
 	send_credit_update(conn);
 	pump(conn);
 }

@@ -450,6 +450,11 @@ void RxmEndpoint::on_rx_buffer(RxBuffer *buf, size_t len)
 	}
 	if (buf->on_shm)
 		hdr.flags |= kArrivedOnShm; // its rendezvous transfers take shm too (rndv_ep)
+	if (hdr.credits && !take_returned_credits(conn, hdr.credits)) { // rxm_flow_ctrl.cpp
+		if (!buf->conn)
+			repost(buf);
+		return;
+	}
 	handle_message(conn, hdr, message.subspan(kWireHeaderSize));
 	if (repost(buf))
 		on_buffer_reposted(conn);

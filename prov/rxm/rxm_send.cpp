@@ -339,8 +339,7 @@ bool RxmEndpoint::send_eager_at_once(RxmConn *conn, const struct iovec *iov, siz
 {
 	constexpr size_t kMaxPayload = 1024; // bounds the stack copy
 	if (total > kMaxPayload || conn->state != ConnState::connected ||
-	    !conn->backlog.empty() || (flags & (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)) ||
-	    domain_->flow_ctrl() || conn->send_credits.enabled())
+	    !conn->backlog.empty() || (flags & (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)))
 		return false;
 	size_t len = kWireHeaderSize + total;
 	if (total > eager_size_to(conn) || goes_by_cma_rndv(conn, total, flags) ||
@@ -362,17 +361,25 @@ bool RxmEndpoint::send_eager_at_once(RxmConn *conn, const struct iovec *iov, siz
 	h.msg_id = 0; // nothing answers an eager message sent without FI_DELIVERY_COMPLETE
 	h.total_len = total;
 	h.conn_id = conn->peer_conn_id;
+	h.credits = credits_to_piggyback(conn);
 	uint8_t wire[kWireHeaderSize + kMaxPayload];
 	encode_header(h, wire);
 	if (count == 1 && total) // (a NULL base is allowed for 0 bytes, not for memcpy)
 		memcpy(wire + kWireHeaderSize, iov[0].iov_base, total);
 	else
 		gather(iov, count, 0, wire + kWireHeaderSize, total);
-	if (fi_inject(tx_ep(conn), wire, len, 0) != 0) {
+	// Over a core with credit flow control (verbs) it needs a credit like a queued send.
+	bool sent = take_send_credit(conn);
+	if (sent && fi_inject(tx_ep(conn), wire, len, 0) != 0) {
+		return_send_credit(conn);
+		sent = false;
+	}
+	if (!sent) {
 		// The queued path retries it (and reports what fails) as this pass's first.
 		last_small_send_pass_ = last_pass;
 		return false;
 	}
+	conn->credit_return.piggybacked(h.credits);
 	uint64_t cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
 	if (report)
 		complete_tx(FI_COMPLETION, context, cq_flags);
@@ -445,18 +452,18 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 			op->own_mr_bound = true;
 		}
 		stamp_conn_id(buf->data, conn->peer_conn_id);
+		uint16_t credits = credits_to_piggyback(conn);
+		stamp_credits(buf->data, credits);
 		// A small message the core injects is copied out of the bounce buffer within the
 		// call: no core completion to wait for and read back (a lock, a CQ entry and a
-		// pass each). Not over cores with credit flow control (verbs: its inline sends
-		// are unsignalled, their slots reaped by later signalled ones), which keep fi_send.
+		// pass each; over verbs also a wake-up for the peer's acknowledgement).
 		bool injected = false;
 		ssize_t ret;
 		bool more = send_for_coalescing(op->report, conn);
 		if (op->zero_copy) {
 			ret = send_direct(conn, buf, op->iov, op->iov_count, 0, op->total_len, more);
 		} else {
-			if (!more && !domain_->flow_ctrl() &&
-			    (op->core_inject || op->kind == TxKind::control) &&
+			if (!more && (op->core_inject || op->kind == TxKind::control) &&
 			    buf->len <= inject_size_of(conn->tx_on_shm ? shm_->info
 								    : domain_->core_info()))
 				injected = fi_inject(tx_ep(conn), buf->data, buf->len, 0) == 0;
@@ -471,6 +478,7 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 			fail_op(op, static_cast<int>(ret));
 			return true;
 		}
+		conn->credit_return.piggybacked(credits);
 		op->prepared = nullptr;
 		if (injected) {
 			free_tx_buffer(buf);

@@ -20,12 +20,18 @@ void encode_header(const WireHeader &hdr, uint8_t *out)
 	put_u64(out + 32, hdr.total_len);
 	put_u64(out + 40, hdr.offset);
 	put_u32(out + 48, hdr.conn_id);
-	put_u32(out + 52, 0);
+	put_u16(out + 52, hdr.credits);
+	put_u16(out + 54, 0);
 }
 
 void stamp_conn_id(uint8_t *encoded_header, uint32_t conn_id)
 {
 	put_u32(encoded_header + 48, conn_id);
+}
+
+void stamp_credits(uint8_t *encoded_header, uint16_t credits)
+{
+	put_u16(encoded_header + 52, credits);
 }
 
 // Per-operation consistency of the header fields with the payload it announces.
@@ -95,7 +101,8 @@ int decode_message_header(const uint8_t *p, size_t message_size, WireHeader *hdr
 	h.total_len = get_u64(p + 32);
 	h.offset = get_u64(p + 40);
 	h.conn_id = get_u32(p + 48);
-	if (get_u32(p + 52) != 0)
+	h.credits = get_u16(p + 52);
+	if (get_u16(p + 54) != 0)
 		return -FI_EIO;
 
 	if (h.version != kWireVersion || op < kWireOpFirst || op > kWireOpLast)

@@ -60,11 +60,15 @@ struct WireHeader {
 	uint64_t total_len = 0;   // length of the whole application message
 	uint64_t offset = 0;      // SAR: segment offset; credit_update: number of credits
 	uint32_t conn_id = 0;     // the receiver's id of this connection (its CM data), 0: none
+	// Flow-control credits returned with this message (rxm_flow_ctrl.cpp), any op; 0: none.
+	uint16_t credits = 0;
 };
 
 // Sets conn_id in an encoded header: it is only known once the connection is up, after the
 // message may have been encoded.
 void stamp_conn_id(uint8_t *encoded_header, uint32_t conn_id);
+// Sets the returned credits in an encoded header, just before it is posted.
+void stamp_credits(uint8_t *encoded_header, uint16_t credits);
 
 // Writes exactly kWireHeaderSize bytes.
 void encode_header(const WireHeader &hdr, uint8_t *out);

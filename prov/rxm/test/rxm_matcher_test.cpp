@@ -190,6 +190,33 @@ TEST(RxmCredits, ReturnBatches)
 	EXPECT_FALSE(r.update_due());
 }
 
+TEST(RxmCredits, PiggybackedCreditsAreNoLongerPending)
+{
+	CreditReturn r(4);
+	for (int i = 0; i < 3; i++)
+		r.buffer_reposted();
+	EXPECT_EQ(3u, r.to_piggyback());
+	r.piggybacked(r.to_piggyback()); // a message to the peer carried them
+	EXPECT_EQ(0u, r.pending());
+	for (int i = 0; i < 4; i++)
+		r.buffer_reposted();
+	r.piggybacked(1); // one went back with a message meanwhile: no update due yet
+	EXPECT_FALSE(r.update_due());
+	EXPECT_EQ(3u, r.pending());
+	r.piggybacked(9); // never below zero
+	EXPECT_EQ(0u, r.pending());
+}
+
+TEST(RxmCredits, PiggybackIsBoundedByTheHeaderField)
+{
+	CreditReturn r(1u << 20);
+	for (int i = 0; i < 70000; i++)
+		r.buffer_reposted();
+	EXPECT_EQ(65535u, r.to_piggyback());
+	r.piggybacked(r.to_piggyback());
+	EXPECT_EQ(70000u - 65535u, r.pending());
+}
+
 TEST(RxmCredits, BatchSetLaterKeepsCountedBuffers)
 {
 	CreditReturn r;

@@ -69,8 +69,27 @@ TEST(RxmWire, ConnectionIdIsStampedAndReservedBytesChecked)
 	WireHeader d;
 	ASSERT_EQ(0, decode_message(m, &d));
 	EXPECT_EQ(0xa1b2c3d4u, d.conn_id);
-	m[53] = 1; // reserved
+	m[55] = 1; // reserved
 	EXPECT_EQ(-FI_EIO, decode_message(m, &d));
+}
+
+TEST(RxmWire, ReturnedCreditsRideInAnyHeader)
+{
+	auto m = message(eager(3), 3);
+	WireHeader d;
+	ASSERT_EQ(0, decode_message(m, &d));
+	EXPECT_EQ(0u, d.credits);
+	stamp_credits(m.data(), 0x1234);
+	EXPECT_EQ(0x34, m[52]);
+	EXPECT_EQ(0x12, m[53]);
+	ASSERT_EQ(0, decode_message(m, &d));
+	EXPECT_EQ(0x1234u, d.credits);
+	WireHeader h = eager(0);
+	h.credits = 7;
+	std::vector<uint8_t> encoded(kWireHeaderSize);
+	encode_header(h, encoded.data());
+	ASSERT_EQ(0, decode_message(encoded, &d));
+	EXPECT_EQ(7u, d.credits);
 }
 
 TEST(RxmWire, RejectsShortBadVersionOpFlags)

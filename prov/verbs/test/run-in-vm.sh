@@ -6,7 +6,7 @@
 #             192.0.2.1,
 #   rxm       the same fi_pingpong over "verbs;ofi_rxm" -e rdm, in msg and tagged mode,
 #   flood     rxm_flood: credit flow control under a flood with the receiver idle, RNR
-#             retries off,
+#             retries off, at 1024 B (queued sends) and 16 B (sends injected at once),
 #   loopback  rxm's own loopback tests (prov/rxm/test/rxm_loopback) over "verbs;ofi_rxm",
 #   fabtests  fabtests/scripts/check-quick-vm.sh (the fabtests quick sets on verbs and
 #             verbs;ofi_rxm), when that script exists,
@@ -91,8 +91,31 @@ if [ "${1:-}" = "--inside-vm" ]; then
 
   if wanted flood; then
     step "credit flow control: rxm_flood over verbs;ofi_rxm with FI_VERBS_RNR_RETRY=0"
-    FI_VERBS_RNR_RETRY=0 timeout 300 "$build/prov/verbs/test/rxm_flood" 192.0.2.1
-    verdict $? "rxm_flood (no send without a peer receive)"
+    FI_VERBS_RNR_RETRY=0 timeout 300 "$build/prov/verbs/test/rxm_flood" 192.0.2.1 1024
+    verdict $? "rxm_flood 1024 B (no send without a peer receive)"
+    # Small enough to be injected: rxm's send-at-once path takes the credits.
+    FI_VERBS_RNR_RETRY=0 timeout 300 "$build/prov/verbs/test/rxm_flood" 192.0.2.1 16
+    verdict $? "rxm_flood 16 B (no send without a peer receive)"
+    # A ping-pong of 10x the credit window (msg_rx_size 128): each reply carries the credits
+    # of the buffer its request used, so no side ever sends a credit update of its own
+    # (returned in batches of 32 without piggybacking: ~40 per side). Counted in rxm's log.
+    pp="$build/fabtests/benchmarks/fi_msg_pingpong"
+    if [ -x "$pp" ]; then
+      step "credits returned in message headers: a ping-pong sends no credit update"
+      log=$(mktemp)
+      FI_LOG_LEVEL=info FI_LOG_PROV=ofi_rxm timeout 300 "$pp" -p "verbs;ofi_rxm" -e rdm -c sread \
+        -S 64 -I 1280 -E=23902 -B 23900 -s 192.0.2.1 > /dev/null 2> "$log" &
+      server=$!
+      sleep 1
+      FI_LOG_LEVEL=info FI_LOG_PROV=ofi_rxm timeout 300 "$pp" -p "verbs;ofi_rxm" -e rdm -c sread \
+        -S 64 -I 1280 -E=23902 -P 23900 192.0.2.1 > /dev/null 2>> "$log"; client_rc=$?
+      wait $server; server_rc=$?
+      updates=$(grep -c "credit update sent" "$log")
+      echo "credit updates sent by both sides: $updates"
+      rm -f "$log"
+      [ $client_rc -eq 0 ] && [ $server_rc -eq 0 ] && [ "$updates" -eq 0 ]
+      verdict $? "ping-pong of 1280 x 64 B without credit updates"
+    fi
   fi
 
   if wanted loopback; then

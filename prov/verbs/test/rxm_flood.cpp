@@ -7,7 +7,10 @@
 // no receive posted then breaks the connection (error completions), so the test fails
 // unless no send was ever posted without a credit.
 //
-//   rxm_flood [NODE]      (default 192.0.2.1)   exit 0 pass, 1 fail, 77 no verbs;ofi_rxm
+//   rxm_flood [NODE [SIZE]]   (default 192.0.2.1, 1024 bytes)   exit 0 pass, 1 fail, 77 no
+//                             verbs;ofi_rxm
+// A size the core injects (e.g. 16) floods rxm's send-at-once path (send_eager_at_once), which
+// takes its credits itself; a larger one (1024 on rxe) the queued path.
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -17,6 +20,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -24,7 +28,7 @@
 namespace {
 
 constexpr int kMessages = 2000;
-constexpr size_t kSize = 1024;
+size_t kSize = 1024; // set from the command line
 
 struct Side {
 	struct fid_av *av = nullptr;
@@ -116,6 +120,12 @@ void post_some(Side &s, int batch)
 int main(int argc, char **argv)
 {
 	const char *node = argc > 1 ? argv[1] : "192.0.2.1";
+	if (argc > 2)
+		kSize = std::strtoul(argv[2], nullptr, 0);
+	if (kSize < 1 || kSize > 4096) {
+		std::fprintf(stderr, "rxm_flood: SIZE must be 1-4096\n");
+		return 1;
+	}
 	struct fi_info *hints = fi_allocinfo();
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->caps = FI_TAGGED;

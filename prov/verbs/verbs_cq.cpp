@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -81,7 +82,8 @@ struct fi_cq_attr VerbsCompletionQueue::checked_attr(const struct fi_cq_attr &at
 
 VerbsCompletionQueue::VerbsCompletionQueue(VerbsDomain &domain, const struct fi_cq_attr &attr,
 					   void *context)
-	: util::CompletionQueue(domain, &attr, context), channel_(open_channel(domain, wait_obj()))
+	: util::CompletionQueue(domain, &attr, context), channel_(open_channel(domain, wait_obj())),
+	  yield_before_sleep_(params().yield_before_sleep)
 {
 	int vector = (attr.flags & FI_AFFINITY) ? attr.signaling_vector : 0;
 	cq_.reset(ibv_create_cq(domain.context(), static_cast<int>(attr.size), this,
@@ -198,8 +200,27 @@ bool VerbsCompletionQueue::arm_locked()
 	return true;
 }
 
+bool VerbsCompletionQueue::nothing_after_yield()
+{
+	{
+		std::lock_guard<std::mutex> guard(poll_lock_);
+		poll_device_locked();
+		if (has_events())
+			return false;
+	}
+	// The peer of a ping-pong or the sender of a stream is often runnable on this CPU,
+	// woken by what we sent or preempted by our wake-up: letting it run first gives its
+	// answer (or the rest of its burst) the chance to be here when we look again, instead
+	// of a sleep and a wake-up per message. With nobody else runnable this returns at once.
+	if (yield_before_sleep_)
+		sched_yield();
+	return true;
+}
+
 bool VerbsCompletionQueue::before_sleep()
 {
+	if (!nothing_after_yield())
+		return false;
 	std::lock_guard<std::mutex> guard(poll_lock_);
 	// Without an armed CQ nothing would wake the sleeper: re-check instead of sleeping.
 	return arm_locked() && !has_events();
@@ -209,6 +230,8 @@ int VerbsCompletionQueue::trywait()
 {
 	if (!channel_)
 		return -FI_EINVAL;
+	if (!nothing_after_yield())
+		return -FI_EAGAIN;
 	{
 		std::lock_guard<std::mutex> guard(poll_lock_);
 		poll_device_locked();

@@ -4,7 +4,8 @@
 // certainly alive; a read polls the device only when the queue cannot fill it already.
 // The ibv completion channel's fd is a polled fd of util's Waitable: a blocked reader
 // sleeps on it, and before sleeping the CQ is armed (ibv_req_notify_cq) and polled once
-// more, because the channel fires only for a completion that arrives after arming.
+// more, because the channel fires only for a completion that arrives after arming. Before
+// that, a reader that found nothing yields the CPU once (FI_VERBS_YIELD_BEFORE_SLEEP).
 #ifndef OFI_PROV_VERBS_CQ_H
 #define OFI_PROV_VERBS_CQ_H
 
@@ -64,6 +65,9 @@ private:
 	};
 
 	void poll_device_locked();
+	// Before a sleep: polls; with nothing there, yields the CPU once. False when the poll
+	// found something (no sleep).
+	bool nothing_after_yield();
 	void record_completion_locked(const struct ibv_wc &wc);
 	// Arms the CQ (unless the last arm still stands) and polls what arrived before the arm;
 	// false if the device refused.
@@ -82,6 +86,7 @@ private:
 	// the arm fires it: without one the event cannot be there (no read of the channel)
 	// and the arm still stands (no new ibv_req_notify_cq before the next sleep).
 	bool polled_since_arm_ = false;
+	const bool yield_before_sleep_; // FI_VERBS_YIELD_BEFORE_SLEEP
 };
 
 } // namespace verbs

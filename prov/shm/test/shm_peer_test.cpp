@@ -262,6 +262,51 @@ TEST_F(ShmForgedInPlace, AValidEntryIsOfferedWhereItLies)
 	EXPECT_EQ(1u, peer.ring().control.tail.load()); // the slot is free again
 }
 
+// A whole one-slot message passes a test of its own (consumed_in_place) before valid_slot's
+// general walk: each field that walk requires to be 0 for it still keeps it from the consumer.
+class ShmForgedWholeSlot : public ShmForgedInPlace {
+protected:
+	void expect_refused(const shm::SlotHeader &h)
+	{
+		peer.put(h, "ok");
+		// Not expect_failed(): its read of the peer's socket would block if an offered
+		// forgery left the connection up.
+		EXPECT_EQ(FI_SHUTDOWN, p.wait_eq(p.server_eq).event);
+		EXPECT_EQ(0, offers);
+	}
+	shm::SlotHeader h = RawPeer::message_header(shm::kSlotFirst, 3, 3);
+};
+
+TEST_F(ShmForgedWholeSlot, Status)
+{
+	h.status = FI_EIO;
+	expect_refused(h);
+}
+
+TEST_F(ShmForgedWholeSlot, Id)
+{
+	h.id = 1;
+	expect_refused(h);
+}
+
+TEST_F(ShmForgedWholeSlot, RmaKey)
+{
+	h.rma_key = 1;
+	expect_refused(h);
+}
+
+TEST_F(ShmForgedWholeSlot, RmaAddr)
+{
+	h.rma_addr = 1ULL << 40;
+	expect_refused(h);
+}
+
+TEST_F(ShmForgedWholeSlot, Reserved)
+{
+	h.reserved = 1ULL << 63;
+	expect_refused(h);
+}
+
 TEST_F(ShmForgedInPlace, AValidMultiSlotMessageIsOfferedInPieces)
 {
 	put_two_slots(RawPeer::message_header(0, 5, 5));

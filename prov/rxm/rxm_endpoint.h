@@ -281,12 +281,18 @@ private:
 	ssize_t recv_common(const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
 			    uint64_t tag, uint64_t ignore, void *context, uint64_t flags,
 			    bool tagged);
+	ssize_t post_one(void *buf, size_t len, void *desc, fi_addr_t src, uint64_t tag,
+			 uint64_t ignore, void *context, uint64_t flags, bool tagged);
 	RecvOp *alloc_recv();
 	void free_recv(RecvOp *op);
 	void on_rx_buffer(RxBuffer *buf, size_t len);
 	bool repost(RxBuffer *buf);
 	void handle_message(RxmConn *conn, const WireHeader &hdr, std::span<const uint8_t> payload);
 	void handle_first(RxmConn *conn, const WireHeader &hdr, std::span<const uint8_t> payload);
+	bool deliver_eager(RxmConn *conn, const WireHeader &hdr, std::span<const uint8_t> payload);
+	void buffer_eager(RxmConn *conn, const WireHeader &hdr, std::span<const uint8_t> payload);
+	Unexpected *new_unexpected(RxmConn *conn, const WireHeader &hdr);
+	void queue_unexpected(Unexpected *u, size_t charge);
 	void handle_sar_segment(RxmConn *conn, const WireHeader &hdr,
 				std::span<const uint8_t> payload);
 	void handle_rndv_done(RxmConn *conn, const WireHeader &hdr);

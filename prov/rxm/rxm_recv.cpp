@@ -41,7 +41,8 @@ RecvOp *RxmEndpoint::alloc_recv()
 
 void RxmEndpoint::free_recv(RecvOp *op)
 {
-	close_own_mrs(op->own_mr, op->own_shm_mr, &op->own_mr_count);
+	if (op->own_mr_count) // only a rendezvous registers
+		close_own_mrs(op->own_mr, op->own_shm_mr, &op->own_mr_count);
 	op->in_use = false;
 	op->next_free = free_recvs_;
 	free_recvs_ = op;
@@ -517,42 +518,51 @@ void RxmEndpoint::handle_message(RxmConn *conn, const WireHeader &hdr,
 	}
 }
 
-void RxmEndpoint::handle_first(RxmConn *conn, const WireHeader &hdr,
-			       std::span<const uint8_t> payload)
+// An eager message to a posted receive. The common case, one receive taking the whole
+// message (not a multi-receive buffer, no FI_DELIVERY_COMPLETE sender), is matched, copied,
+// completed and freed here without the per-message state of start_message/complete_recv,
+// which segmented, rendezvous and multi-receive messages need: same completion, same
+// truncation entry. False when no posted receive takes it (the caller buffers it).
+bool RxmEndpoint::deliver_eager(RxmConn *conn, const WireHeader &hdr,
+				std::span<const uint8_t> payload)
 {
-	bool tagged = hdr.flags & wire_flag::tagged;
-	MatchKind kind = kind_of(tagged);
-	RndvSegment segs[kRndvMaxSegments];
-	size_t nsegs = 0;
-	CmaOffer offer;
-	if (hdr.op == WireOp::rndv_request) {
-		// decode_message checked that a flagged request holds the offer after its segments.
-		bool offered = hdr.flags & wire_flag::cma;
-		std::span<const uint8_t> seg_bytes =
-			offered ? payload.first(payload.size() - kCmaOfferSize) : payload;
-		if (decode_rndv(seg_bytes, hdr.total_len, segs, &nsegs) ||
-		    (offered && !check_cma_offer(conn, payload.last(kCmaOfferSize), &offer))) {
-			RXM_WARN(FI_LOG_EP_DATA, "malformed rendezvous request\n");
-			fail_conn(conn, -FI_EIO);
-			return;
-		}
-	}
-	PostedRecv *posted = matcher_.find_posted(kind, source_of(conn), hdr.tag);
-	RecvOp *receiver = posted ? claim_receiver(static_cast<RecvOp *>(posted->owner),
-						   hdr.total_len)
-				  : nullptr;
-	if (receiver) {
+	fi_addr_t source = source_of(conn);
+	PostedRecv *posted = matcher_.find_posted(kind_of(hdr.flags & wire_flag::tagged), source,
+						  hdr.tag);
+	if (!posted)
+		return false;
+	auto *op = static_cast<RecvOp *>(posted->owner);
+	if (op->multi || (hdr.flags & wire_flag::delivery_complete)) {
+		RecvOp *receiver = claim_receiver(op, hdr.total_len);
+		if (!receiver)
+			return false;
 		start_message(receiver, conn, hdr);
-		if (hdr.op == WireOp::eager) {
-			place(receiver, 0, payload);
-			complete_recv(receiver);
-		} else {
-			memcpy(receiver->rndv, segs, sizeof(segs));
-			receiver->rndv_count = nsegs;
-			start_rndv(receiver, offer.addr);
-		}
-		return;
+		place(receiver, 0, payload);
+		complete_recv(receiver);
+		return true;
 	}
+	Matcher::remove_posted(posted);
+	uint64_t flags = FI_RECV | (op->tagged ? FI_TAGGED : FI_MSG) |
+			 ((hdr.flags & wire_flag::remote_cq_data) ? FI_REMOTE_CQ_DATA : 0);
+	size_t len = payload.size(); // == hdr.total_len: decode checked it for eager
+	if (op->iov_count == 1 && len && len <= op->iov[0].iov_len)
+		memcpy(op->iov[0].iov_base, payload.data(), len);
+	else
+		place(op, 0, payload); // several buffers, or cut to what fits
+	if (len > op->capacity)
+		fail_rx(op->context, flags, FI_ETRUNC, 0, op->capacity, nullptr, len - op->capacity,
+			hdr.cq_data, hdr.tag);
+	else
+		complete_rx(op->op_flags, op->context, flags, len,
+			    op->iov_count ? op->iov[0].iov_base : nullptr, hdr.cq_data, hdr.tag,
+			    source);
+	free_recv(op);
+	return true;
+}
+
+// A message no posted receive took yet, before its data: unlinked, uncharged.
+Unexpected *RxmEndpoint::new_unexpected(RxmConn *conn, const WireHeader &hdr)
+{
 	Unexpected *u = new Unexpected{};
 	u->match.owner = u;
 	u->match.source = source_of(conn);
@@ -564,15 +574,63 @@ void RxmEndpoint::handle_first(RxmConn *conn, const WireHeader &hdr,
 	u->total_len = hdr.total_len;
 	u->msg_id = hdr.msg_id;
 	u->complete = hdr.op == WireOp::eager;
+	return u;
+}
+
+void RxmEndpoint::queue_unexpected(Unexpected *u, size_t charge)
+{
+	matcher_.add_unexpected(kind_of(u->wire_flags & wire_flag::tagged), &u->match);
+	charge_unexpected(u, charge);
+}
+
+void RxmEndpoint::buffer_eager(RxmConn *conn, const WireHeader &hdr,
+			       std::span<const uint8_t> payload)
+{
+	Unexpected *u = new_unexpected(conn, hdr);
+	u->data.assign(payload.begin(), payload.end());
+	queue_unexpected(u, sizeof(Unexpected) + u->data.capacity());
+}
+
+void RxmEndpoint::handle_first(RxmConn *conn, const WireHeader &hdr,
+			       std::span<const uint8_t> payload)
+{
 	if (hdr.op == WireOp::eager) {
-		u->data.assign(payload.begin(), payload.end());
-	} else {
-		memcpy(u->rndv, segs, sizeof(segs));
-		u->rndv_count = nsegs;
-		memcpy(u->cma_addr, offer.addr, sizeof(offer.addr));
+		if (!deliver_eager(conn, hdr, payload))
+			buffer_eager(conn, hdr, payload);
+		return;
 	}
-	matcher_.add_unexpected(kind, &u->match);
-	charge_unexpected(u, sizeof(Unexpected) + u->data.capacity());
+	// A rendezvous request.
+	bool tagged = hdr.flags & wire_flag::tagged;
+	MatchKind kind = kind_of(tagged);
+	RndvSegment segs[kRndvMaxSegments];
+	size_t nsegs = 0;
+	CmaOffer offer;
+	// decode_message checked that a flagged request holds the offer after its segments.
+	bool offered = hdr.flags & wire_flag::cma;
+	std::span<const uint8_t> seg_bytes =
+		offered ? payload.first(payload.size() - kCmaOfferSize) : payload;
+	if (decode_rndv(seg_bytes, hdr.total_len, segs, &nsegs) ||
+	    (offered && !check_cma_offer(conn, payload.last(kCmaOfferSize), &offer))) {
+		RXM_WARN(FI_LOG_EP_DATA, "malformed rendezvous request\n");
+		fail_conn(conn, -FI_EIO);
+		return;
+	}
+	PostedRecv *posted = matcher_.find_posted(kind, source_of(conn), hdr.tag);
+	RecvOp *receiver = posted ? claim_receiver(static_cast<RecvOp *>(posted->owner),
+						   hdr.total_len)
+				  : nullptr;
+	if (receiver) {
+		start_message(receiver, conn, hdr);
+		memcpy(receiver->rndv, segs, sizeof(segs));
+		receiver->rndv_count = nsegs;
+		start_rndv(receiver, offer.addr);
+		return;
+	}
+	Unexpected *u = new_unexpected(conn, hdr);
+	memcpy(u->rndv, segs, sizeof(segs));
+	u->rndv_count = nsegs;
+	memcpy(u->cma_addr, offer.addr, sizeof(offer.addr));
+	queue_unexpected(u, sizeof(Unexpected) + u->data.capacity());
 }
 
 void RxmEndpoint::handle_sar_segment(RxmConn *conn, const WireHeader &hdr,
@@ -596,19 +654,9 @@ void RxmEndpoint::handle_sar_segment(RxmConn *conn, const WireHeader &hdr,
 			start_message(receiver, conn, hdr);
 			conn->sar_target = receiver;
 		} else {
-			Unexpected *u = new Unexpected{};
-			u->match.owner = u;
-			u->match.source = source_of(conn);
-			u->match.tag = hdr.tag;
-			u->protocol = WireOp::sar_segment;
-			u->conn = conn;
-			u->cq_data = hdr.cq_data;
-			u->wire_flags = hdr.flags;
-			u->total_len = hdr.total_len;
-			u->msg_id = hdr.msg_id;
+			Unexpected *u = new_unexpected(conn, hdr);
 			conn->sar_unexpected = u;
-			matcher_.add_unexpected(kind, &u->match);
-			charge_unexpected(u, sizeof(Unexpected));
+			queue_unexpected(u, sizeof(Unexpected));
 		}
 	}
 	auto result = conn->sar.accept(hdr, payload, [&](uint64_t offset, std::span<const uint8_t> b) {
@@ -824,10 +872,51 @@ void RxmEndpoint::on_rndv_read_done(RecvOp *op, int err)
 	post_pending_reads();
 }
 
+// fi_recv/fi_trecv of one buffer with op flags that ask nothing special (no FI_MULTI_RECV,
+// FI_CLAIM): recv_common's steps for it, without its walk over iovs and the claim and
+// multi-receive branches (the fi_trecv of a message stream cost ~190 instructions).
+ssize_t RxmEndpoint::post_one(void *buf, size_t len, void *desc, fi_addr_t src, uint64_t tag,
+			      uint64_t ignore, void *context, uint64_t flags, bool tagged)
+{
+	if (len && !buf)
+		return -FI_EINVAL;
+	if (!(info_->caps & FI_DIRECTED_RECV))
+		src = FI_ADDR_UNSPEC;
+	std::lock_guard guard(lock_);
+	if (!enabled())
+		return -FI_EOPBADSTATE;
+	RecvOp *op = alloc_recv();
+	if (!op)
+		return -FI_EAGAIN;
+	op->iov[0] = {buf, len};
+	op->desc[0] = desc;
+	op->iov_count = 1;
+	op->capacity = len;
+	op->context = context;
+	op->op_flags = flags;
+	op->tagged = tagged;
+	op->match.context = context;
+	op->match.spec = {src, tagged ? tag : 0, tagged ? ignore : ~0ULL};
+	MatchKind kind = kind_of(tagged);
+	// A message that arrived first is taken (the oldest the receive accepts).
+	if (UnexpectedMsg *m = matcher_.find_unexpected(kind, op->match.spec)) {
+		Matcher::remove_unexpected(m);
+		consume_unexpected(op, static_cast<Unexpected *>(m->owner));
+		return 0;
+	}
+	matcher_.post(kind, &op->match);
+	return 0;
+}
+
+static bool plain_recv_flags(uint64_t flags) { return !(flags & (FI_MULTI_RECV | FI_CLAIM)); }
+
 ssize_t RxmEndpoint::recv(void *buf, size_t len, void *desc, fi_addr_t src, void *context)
 {
+	uint64_t flags = rx_op_flags();
+	if (plain_recv_flags(flags))
+		return post_one(buf, len, desc, src, 0, 0, context, flags, false);
 	iovec iov{buf, len};
-	return recv_common(&iov, &desc, 1, src, 0, 0, context, rx_op_flags(), false);
+	return recv_common(&iov, &desc, 1, src, 0, 0, context, flags, false);
 }
 
 ssize_t RxmEndpoint::recvv(const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
@@ -849,8 +938,11 @@ ssize_t RxmEndpoint::recvmsg(const struct fi_msg *msg, uint64_t flags)
 ssize_t RxmEndpoint::trecv(void *buf, size_t len, void *desc, fi_addr_t src, uint64_t tag,
 			   uint64_t ignore, void *context)
 {
+	uint64_t flags = rx_op_flags();
+	if (plain_recv_flags(flags))
+		return post_one(buf, len, desc, src, tag, ignore, context, flags, true);
 	iovec iov{buf, len};
-	return recv_common(&iov, &desc, 1, src, tag, ignore, context, rx_op_flags(), true);
+	return recv_common(&iov, &desc, 1, src, tag, ignore, context, flags, true);
 }
 
 ssize_t RxmEndpoint::trecvv(const struct iovec *iov, void **desc, size_t count, fi_addr_t src,

@@ -99,11 +99,10 @@ bool RxmEndpoint::take_from_shm(RxmConn *conn, const struct ofi_rx_inplace_reque
 	    conn->state == ConnState::closed || conn->rx_held || conn->sar.active() ||
 	    !first || first_len < kWireHeaderSize)
 		return false;
-	uint8_t head[kWireHeaderSize];
-	memcpy(head, first, sizeof(head)); // decoded from our copy: the peer may rewrite it
+	// Decoded from one copy of its bytes (decode_message_header): the peer may rewrite them.
 	WireHeader hdr;
-	if (decode_message_header(head, req->len, &hdr) || hdr.op != WireOp::eager ||
-	    (hdr.flags & wire_flag::delivery_complete))
+	if (decode_message_header(static_cast<const uint8_t *>(first), req->len, &hdr) ||
+	    hdr.op != WireOp::eager || (hdr.flags & wire_flag::delivery_complete))
 		return false;
 	if (!req->msg) {
 		if (!take_pieces(conn, hdr, req->pieces, req->piece_count))
@@ -111,14 +110,17 @@ bool RxmEndpoint::take_from_shm(RxmConn *conn, const struct ofi_rx_inplace_reque
 		taken_in_place_++;
 		return true;
 	}
+	size_t payload_len = req->len - kWireHeaderSize;
+	std::span<const uint8_t> payload{static_cast<const uint8_t *>(req->msg) + kWireHeaderSize,
+					 payload_len};
 	// An unexpected message is buffered here too, unless it would take the peer over its
 	// budget: holding the peer (rxm_unexpected_budget.cpp) may call into a core.
-	size_t payload_len = req->len - kWireHeaderSize;
-	if (conn->unexpected_bytes + sizeof(Unexpected) + payload_len + kWireHeaderSize >
-	    params().unexpected_budget)
-		return false;
-	const auto *bytes = static_cast<const uint8_t *>(req->msg);
-	handle_first(conn, hdr, {bytes + kWireHeaderSize, payload_len});
+	if (!deliver_eager(conn, hdr, payload)) {
+		if (conn->unexpected_bytes + sizeof(Unexpected) + payload_len + kWireHeaderSize >
+		    params().unexpected_budget)
+			return false;
+		buffer_eager(conn, hdr, payload);
+	}
 	taken_in_place_++;
 	return true;
 }

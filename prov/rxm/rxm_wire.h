@@ -77,7 +77,8 @@ void encode_header(const WireHeader &hdr, uint8_t *out);
 // when the bytes are not a well-formed rxm message.
 int decode_message(std::span<const uint8_t> message, WireHeader *hdr);
 // The same checks from the header alone (kWireHeaderSize bytes at `header`) of a message of
-// message_size bytes whose payload has not arrived yet.
+// message_size bytes whose payload has not arrived yet. Each byte of the header is read once
+// (they may lie in a peer's shared memory); *hdr is written only when they are valid.
 int decode_message_header(const uint8_t *header, size_t message_size, WireHeader *hdr);
 
 // msg_id of a delivery_ack that acknowledges nothing: a liveness probe (rxm_conn.cpp), sent

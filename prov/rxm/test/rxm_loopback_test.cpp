@@ -253,6 +253,76 @@ TEST_F(RxmLoopback, RemoteCqDataAndInject)
 	EXPECT_EQ(-FI_EMSGSIZE, fi_inject(a->ep, &v, info->tx_attr->inject_size + 1, b_at_a));
 }
 
+// Small messages to receives posted first take rxm's one-step delivery (deliver_eager):
+// over shm's ring (FI_OFI_RXM_USE_SHM=1) or tcp's stage. Its completion must be the general
+// path's: flags, tag, data, FI_SOURCE, buffer, several iovs, truncation, matching by tag.
+TEST_F(RxmLoopback, PostedReceivesTakeSmallMessagesWholeAndInOrder)
+{
+	connect_and_settle();
+	uint64_t got = 0, v = 0x0102030405060708ULL;
+	int r1, s1;
+	ASSERT_EQ(0, fi_trecv(b->ep, &got, sizeof(got), nullptr, FI_ADDR_UNSPEC, 0x55, 0, &r1));
+	ASSERT_EQ(0, fi_tsenddata(a->ep, &v, sizeof(v), nullptr, 0xabcd, b_at_a, 0x55, &s1));
+	Completion c = wait_for(*b, &r1);
+	ASSERT_FALSE(c.error);
+	EXPECT_EQ(FI_RECV | FI_TAGGED | FI_REMOTE_CQ_DATA, c.entry.flags);
+	EXPECT_EQ(0xabcdu, c.entry.data);
+	EXPECT_EQ(0x55u, c.entry.tag);
+	EXPECT_EQ(sizeof(v), c.entry.len);
+	EXPECT_EQ(&got, c.entry.buf);
+	EXPECT_EQ(a_at_b, c.source);
+	EXPECT_EQ(v, got);
+	EXPECT_FALSE(wait_for(*a, &s1).error);
+
+	char p1[3], p2[10];
+	iovec iov[2] = {{p1, sizeof(p1)}, {p2, sizeof(p2)}};
+	int r2, s2;
+	ASSERT_EQ(0, fi_recvv(b->ep, iov, nullptr, 2, FI_ADDR_UNSPEC, &r2));
+	ASSERT_EQ(0, fi_send(a->ep, "abcdefghij", 10, nullptr, b_at_a, &s2));
+	c = wait_for(*b, &r2);
+	ASSERT_FALSE(c.error);
+	EXPECT_EQ(FI_RECV | FI_MSG, c.entry.flags);
+	EXPECT_EQ(10u, c.entry.len);
+	EXPECT_EQ(p1, c.entry.buf);
+	EXPECT_EQ(a_at_b, c.source);
+	EXPECT_EQ(0, memcmp(p1, "abc", 3));
+	EXPECT_EQ(0, memcmp(p2, "defghij", 7));
+	EXPECT_FALSE(wait_for(*a, &s2).error);
+
+	char small[4];
+	int r3, s3;
+	ASSERT_EQ(0, fi_trecv(b->ep, small, sizeof(small), nullptr, FI_ADDR_UNSPEC, 9, 0, &r3));
+	ASSERT_EQ(0, fi_tsend(a->ep, "0123456789", 10, nullptr, b_at_a, 9, &s3));
+	c = wait_for(*b, &r3);
+	ASSERT_TRUE(c.error);
+	EXPECT_EQ(FI_ETRUNC, c.err.err);
+	EXPECT_EQ(sizeof(small), c.err.len);
+	EXPECT_EQ(6u, c.err.olen);
+	EXPECT_EQ(9u, c.err.tag);
+	EXPECT_EQ(FI_RECV | FI_TAGGED, c.err.flags);
+	EXPECT_EQ(0, memcmp(small, "0123", 4));
+	EXPECT_FALSE(wait_for(*a, &s3).error);
+
+	// Matching by tag, then by posting order among receives of one tag.
+	char in[4] = {};
+	int r[4], s[4];
+	const uint64_t recv_tags[4] = {1, 2, 3, 3};
+	for (int i = 0; i < 4; i++)
+		ASSERT_EQ(0, fi_trecv(b->ep, &in[i], 1, nullptr, FI_ADDR_UNSPEC, recv_tags[i], 0,
+				      &r[i]));
+	const char *sends = "BAxy";
+	const uint64_t send_tags[4] = {2, 1, 3, 3};
+	for (int i = 0; i < 4; i++)
+		ASSERT_EQ(0, fi_tsend(a->ep, &sends[i], 1, nullptr, b_at_a, send_tags[i], &s[i]));
+	for (int i = 0; i < 4; i++) {
+		c = wait_for(*b, &r[i]);
+		ASSERT_FALSE(c.error);
+		EXPECT_EQ(recv_tags[i], c.entry.tag);
+		EXPECT_FALSE(wait_for(*a, &s[i]).error);
+	}
+	EXPECT_EQ(0, memcmp(in, "ABxy", 4));
+}
+
 TEST_F(RxmLoopback, PeekClaimAndDiscard)
 {
 	uint64_t v = 77, got = 0;

@@ -329,6 +329,7 @@ private:
 	void post_pending_writes();
 	bool queue_control(RxmConn *conn, const WireHeader &hdr, std::span<const uint8_t> payload);
 	fi_addr_t source_of(RxmConn *conn);
+	fi_addr_t known_source(RxmConn *conn); // source_of's common case inline (rxm_recv.cpp)
 	ssize_t peek(const struct fi_msg_tagged *msg, uint64_t flags);
 
 	// Collectives (rxm_coll.cpp)
@@ -606,6 +607,7 @@ private:
 	// handled. A message is placed directly only while none is set: an earlier one of the
 	// same peer must be matched first.
 	std::unique_ptr<std::atomic<bool>[]> srx_in_core_;
+	std::atomic<size_t> srx_marked_{0}; // how many of srx_in_core_ are set
 	bool direct_recv_ = false; // the placer is registered with the core
 	// Messages placed directly whose core completion rxm has not read yet.
 	size_t directs_in_core_ = 0;

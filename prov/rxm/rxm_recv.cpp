@@ -29,7 +29,8 @@ uint64_t recv_cq_flags(const RecvOp *op)
 
 } // namespace
 
-RecvOp *RxmEndpoint::alloc_recv()
+// alloc_recv and free_recv are inline here (their only file): every receive pays them.
+inline RecvOp *RxmEndpoint::alloc_recv()
 {
 	RecvOp *op = free_recvs_;
 	if (!op)
@@ -39,7 +40,7 @@ RecvOp *RxmEndpoint::alloc_recv()
 	return op;
 }
 
-void RxmEndpoint::free_recv(RecvOp *op)
+inline void RxmEndpoint::free_recv(RecvOp *op)
 {
 	if (op->own_mr_count) // only a rendezvous registers
 		close_own_mrs(op->own_mr, op->own_shm_mr, &op->own_mr_count);
@@ -63,6 +64,17 @@ fi_addr_t RxmEndpoint::source_of(RxmConn *conn)
 		conn->source_generation = generation;
 	}
 	return conn->source;
+}
+
+// source_of for every message: the connection's cached source while it holds (the AV lost
+// no entry since, and the source is known), without the call; else the lookup.
+inline fi_addr_t RxmEndpoint::known_source(RxmConn *conn)
+{
+	RxmAv *table = av();
+	if (table && conn->source != FI_ADDR_NOTAVAIL &&
+	    conn->source_generation == table->generation())
+		return conn->source;
+	return source_of(conn);
 }
 
 size_t RxmEndpoint::place(RecvOp *op, uint64_t offset, std::span<const uint8_t> bytes)
@@ -90,7 +102,7 @@ size_t RxmEndpoint::place(RecvOp *op, uint64_t offset, std::span<const uint8_t> 
 void RxmEndpoint::start_message(RecvOp *op, RxmConn *conn, const WireHeader &hdr)
 {
 	op->conn = conn;
-	op->source = source_of(conn);
+	op->source = known_source(conn);
 	op->tag = hdr.tag;
 	op->cq_data = hdr.cq_data;
 	op->wire_flags = hdr.flags;
@@ -526,7 +538,7 @@ void RxmEndpoint::handle_message(RxmConn *conn, const WireHeader &hdr,
 bool RxmEndpoint::deliver_eager(RxmConn *conn, const WireHeader &hdr,
 				std::span<const uint8_t> payload)
 {
-	fi_addr_t source = source_of(conn);
+	fi_addr_t source = known_source(conn);
 	PostedRecv *posted = matcher_.find_posted(kind_of(hdr.flags & wire_flag::tagged), source,
 						  hdr.tag);
 	if (!posted)
@@ -565,7 +577,7 @@ Unexpected *RxmEndpoint::new_unexpected(RxmConn *conn, const WireHeader &hdr)
 {
 	Unexpected *u = new Unexpected{};
 	u->match.owner = u;
-	u->match.source = source_of(conn);
+	u->match.source = known_source(conn);
 	u->match.tag = hdr.tag;
 	u->protocol = hdr.op;
 	u->conn = conn;

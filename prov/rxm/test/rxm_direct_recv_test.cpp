@@ -220,6 +220,36 @@ TEST_F(RxmDirectRecv, SmallMessagesTakenInTheStageKeepTheirOrder)
 	}
 }
 
+TEST_F(RxmDirectRecv, SmallMessagesAfterOneInASharedBufferKeepTheirOrder)
+{
+	// Message 0 lies whole in the stage but is declined there (a delivery-complete sender)
+	// and by the placer (its receive is too small): it takes a shared buffer, whose mark
+	// (core_holds_messages) keeps the small plain messages after it, which the stage would
+	// take at once, from being matched first - to receive 0.
+	connect();
+	constexpr size_t kCount = 8;
+	in.assign(kCount * kSize, 0);
+	for (size_t i = 0; i < kCount; i++)
+		out.push_back(pattern(i == 0 ? 64 : 16, static_cast<unsigned>(i)));
+	ASSERT_EQ(0, fi_recv(server->ep, slot(0), 32, nullptr, FI_ADDR_UNSPEC, slot(0)));
+	post(1, kCount - 1);
+	iovec iov{out[0].data(), out[0].size()};
+	fi_msg msg{&iov, nullptr, 1, to_server, out[0].data(), 0};
+	ASSERT_EQ(0, fi_sendmsg(client->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE));
+	send_all(1, kCount - 1);
+	ASSERT_TRUE(both_done(kCount, kCount));
+	EXPECT_TRUE(client->errors.empty());
+	ASSERT_EQ(1u, server->errors.size());
+	EXPECT_EQ(FI_ETRUNC, server->errors[0].err);
+	EXPECT_EQ(slot(0), server->errors[0].op_context);
+	EXPECT_EQ(32u, server->errors[0].olen);
+	ASSERT_EQ(kCount - 1, server->done.size());
+	for (size_t i = 1; i < kCount; i++) {
+		EXPECT_EQ(slot(i), server->done[i - 1]) << "completion " << i;
+		EXPECT_EQ(0, memcmp(out[i].data(), slot(i), out[i].size())) << "message " << i;
+	}
+}
+
 TEST_F(RxmDirectRecv, AMessageLargerThanItsReceiveIsTruncated)
 {
 	connect();

@@ -17,7 +17,7 @@ namespace rxm {
 class RxmDomain;
 class RxmEndpoint;
 
-class RxmCq : public util::CompletionQueue {
+class RxmCq final : public util::CompletionQueue {
 public:
 	// Throws util::Error for attributes util refuses.
 	RxmCq(RxmDomain &domain, const struct fi_cq_attr *attr, void *context);

@@ -14,6 +14,24 @@ namespace util {
 
 namespace {
 
+// A CQ record holds an fi_cq_tagged_entry, and a read copies the first entry_size_of(format)
+// bytes of it: each smaller format must be a prefix of the tagged one.
+template <class Entry>
+constexpr bool is_prefix_of_tagged()
+{
+	return sizeof(Entry) <= sizeof(struct fi_cq_tagged_entry) &&
+	       offsetof(Entry, op_context) == offsetof(struct fi_cq_tagged_entry, op_context);
+}
+static_assert(is_prefix_of_tagged<struct fi_cq_entry>());
+static_assert(is_prefix_of_tagged<struct fi_cq_msg_entry>() &&
+	      offsetof(struct fi_cq_msg_entry, flags) == offsetof(struct fi_cq_tagged_entry, flags) &&
+	      offsetof(struct fi_cq_msg_entry, len) == offsetof(struct fi_cq_tagged_entry, len));
+static_assert(is_prefix_of_tagged<struct fi_cq_data_entry>() &&
+	      offsetof(struct fi_cq_data_entry, flags) == offsetof(struct fi_cq_tagged_entry, flags) &&
+	      offsetof(struct fi_cq_data_entry, len) == offsetof(struct fi_cq_tagged_entry, len) &&
+	      offsetof(struct fi_cq_data_entry, buf) == offsetof(struct fi_cq_tagged_entry, buf) &&
+	      offsetof(struct fi_cq_data_entry, data) == offsetof(struct fi_cq_tagged_entry, data));
+
 size_t entry_size_of(enum fi_cq_format format)
 {
 	switch (format) {
@@ -156,30 +174,44 @@ void CompletionQueue::push(Record &&record)
 void CompletionQueue::write(void *context, uint64_t flags, size_t len, void *buf,
 			    uint64_t data, uint64_t tag, fi_addr_t src_addr)
 {
-	// Written in place in the ring (every completion of the data path comes here): a
-	// Record built and moved in twice cost about a third of a write.
+	// Every completion of the data path comes here. Unlocked (FI_THREAD_DOMAIN): the body
+	// below with nothing but tail calls, so it saves no registers; locked: the same body
+	// under the lock, one call further down.
+	if (lock_.is_real())
+		return write_locked(context, flags, len, buf, data, tag, src_addr);
+	write_in_place(context, flags, len, buf, data, tag, src_addr);
+}
+
+void CompletionQueue::write_locked(void *context, uint64_t flags, size_t len, void *buf,
+				   uint64_t data, uint64_t tag, fi_addr_t src_addr)
+{
 	LockGuard guard(lock_);
-	if (Record *slot = overflow_.empty() ? ring_.back_slot() : nullptr) {
-		slot->op_context = context;
-		slot->flags = flags;
-		slot->len = len;
-		slot->buf = buf;
-		slot->data = data;
-		slot->tag = tag;
-		slot->src_addr = src_addr;
-		slot->error.reset(); // what an earlier error entry in this slot left
-		ring_.commit_back();
-		publish_count();
-		note_event_added();
-		return;
-	}
+	write_in_place(context, flags, len, buf, data, tag, src_addr);
+}
+
+inline void CompletionQueue::write_in_place(void *context, uint64_t flags, size_t len,
+					     void *buf, uint64_t data, uint64_t tag,
+					     fi_addr_t src_addr)
+{
+	// Written in place in the ring. The overflow list holds entries only while the ring is
+	// full (every pop refills the ring from it), so a free ring slot means the overflow is
+	// empty: the entry goes there, and the count published is the ring's. The slot holds
+	// no error detail (readerr resets it when it pops an error entry).
+	Record *slot = ring_.back_slot();
+	if (!slot) [[unlikely]]
+		return write_behind(context, flags, len, buf, data, tag, src_addr);
+	slot->entry = {context, flags, len, buf, data, tag};
+	slot->src_addr = src_addr;
+	ring_.commit_back();
+	queued_.store(ring_.size(), std::memory_order_release);
+	note_event_added();
+}
+
+void CompletionQueue::write_behind(void *context, uint64_t flags, size_t len, void *buf,
+				   uint64_t data, uint64_t tag, fi_addr_t src_addr)
+{
 	Record record;
-	record.op_context = context;
-	record.flags = flags;
-	record.len = len;
-	record.buf = buf;
-	record.data = data;
-	record.tag = tag;
+	record.entry = {context, flags, len, buf, data, tag};
 	record.src_addr = src_addr;
 	push(std::move(record)); // behind the overflow; the lock is recursive
 }
@@ -187,12 +219,7 @@ void CompletionQueue::write(void *context, uint64_t flags, size_t len, void *buf
 void CompletionQueue::write_error(const struct fi_cq_err_entry &error, fi_addr_t src_addr)
 {
 	Record record;
-	record.op_context = error.op_context;
-	record.flags = error.flags;
-	record.len = error.len;
-	record.buf = error.buf;
-	record.data = error.data;
-	record.tag = error.tag;
+	record.entry = {error.op_context, error.flags, error.len, error.buf, error.data, error.tag};
 	record.src_addr = src_addr;
 	record.error = std::make_unique<Record::ErrorDetail>();
 	record.error->entry = error;
@@ -223,46 +250,28 @@ void CompletionQueue::refill_from_overflow() noexcept
 
 void CompletionQueue::pop_locked() noexcept
 {
+	ring_.front().error.reset(); // the slot is written in place next (see write())
 	ring_.pop();
 	refill_from_overflow();
 	publish_count();
 }
 
-void CompletionQueue::copy_out(const Record &record, void *slot) const noexcept
+template <size_t EntrySize>
+size_t CompletionQueue::take_entries(uint8_t *out, size_t count, fi_addr_t *src_addr) noexcept
 {
-	switch (format_) {
-	case FI_CQ_FORMAT_CONTEXT: {
-		auto *entry = static_cast<struct fi_cq_entry *>(slot);
-		entry->op_context = record.op_context;
-		break;
+	size_t n = 0;
+	while (n < count && !ring_.empty()) {
+		const Record &record = ring_.front();
+		if (record.error)
+			break;
+		std::memcpy(out, &record.entry, EntrySize); // the caller's format: a prefix
+		out += EntrySize;
+		if (src_addr)
+			src_addr[n] = record.src_addr;
+		++n;
+		ring_.pop();
 	}
-	case FI_CQ_FORMAT_MSG: {
-		auto *entry = static_cast<struct fi_cq_msg_entry *>(slot);
-		entry->op_context = record.op_context;
-		entry->flags = record.flags;
-		entry->len = record.len;
-		break;
-	}
-	case FI_CQ_FORMAT_DATA: {
-		auto *entry = static_cast<struct fi_cq_data_entry *>(slot);
-		entry->op_context = record.op_context;
-		entry->flags = record.flags;
-		entry->len = record.len;
-		entry->buf = record.buf;
-		entry->data = record.data;
-		break;
-	}
-	default: {
-		auto *entry = static_cast<struct fi_cq_tagged_entry *>(slot);
-		entry->op_context = record.op_context;
-		entry->flags = record.flags;
-		entry->len = record.len;
-		entry->buf = record.buf;
-		entry->data = record.data;
-		entry->tag = record.tag;
-		break;
-	}
-	}
+	return n;
 }
 
 ssize_t CompletionQueue::read_locked(void *buf, size_t count, fi_addr_t *src_addr)
@@ -271,20 +280,39 @@ ssize_t CompletionQueue::read_locked(void *buf, size_t count, fi_addr_t *src_add
 		return 0;
 	if (!buf)
 		return -FI_EINVAL;
-	// Entries are only ever in the overflow list when the ring is full, so the ring's front
-	// is the oldest.
-	size_t n = 0;
+	// One copy loop per entry size: a fixed-size copy is a few moves, a switch per entry
+	// cost more than the copy.
 	auto *out = static_cast<uint8_t *>(buf);
-	// The ring's entries are older than the overflow's: they are read first, and the
-	// overflow refills the ring (and the count is published) once for the batch.
-	while (n < count && !ring_.empty() && !ring_.front().error) {
-		const Record &record = ring_.front();
-		copy_out(record, out + n * entry_size_);
-		if (src_addr)
-			src_addr[n] = record.src_addr;
-		++n;
-		ring_.pop();
+	size_t n;
+	switch (format_) {
+	case FI_CQ_FORMAT_CONTEXT:
+		n = take_entries<sizeof(struct fi_cq_entry)>(out, count, src_addr);
+		break;
+	case FI_CQ_FORMAT_MSG:
+		n = take_entries<sizeof(struct fi_cq_msg_entry)>(out, count, src_addr);
+		break;
+	case FI_CQ_FORMAT_DATA:
+		n = take_entries<sizeof(struct fi_cq_data_entry)>(out, count, src_addr);
+		break;
+	default:
+		n = take_entries<sizeof(struct fi_cq_tagged_entry)>(out, count, src_addr);
+		break;
 	}
+	// Entries waiting in the overflow list, or an eventfd to clear: the rare ends, out of
+	// line (a call here made every read save registers).
+	if (!overflow_.empty() || event_fd_set()) [[unlikely]]
+		return finish_read(n);
+	if (n) {
+		queued_.store(ring_.size(), std::memory_order_release); // once for the batch
+		return static_cast<ssize_t>(n);
+	}
+	return ring_.empty() ? -FI_EAGAIN : -FI_EAVAIL;
+}
+
+ssize_t CompletionQueue::finish_read(size_t n)
+{
+	// The ring's entries are older than the overflow's (which holds entries only while the
+	// ring is full): they were read first, and the overflow refills the ring.
 	if (n) {
 		refill_from_overflow();
 		publish_count();
@@ -303,9 +331,31 @@ ssize_t CompletionQueue::read(void *buf, size_t count)
 
 ssize_t CompletionQueue::readfrom(void *buf, size_t count, fi_addr_t *src_addr)
 {
+	// Entries already queued (the lock-free count; see progress_then_ready): read them
+	// without progressing. Only tail calls here, so neither path saves registers first.
+	note_read();
+	if (queued() == 0)
+		return progress_and_read(buf, count, src_addr);
+	return take(buf, count, src_addr);
+}
+
+ssize_t CompletionQueue::progress_and_read(void *buf, size_t count, fi_addr_t *src_addr)
+{
 	// Still nothing (a busy poller's usual read): no lock either.
 	if (!progress_then_ready(count) && count && buf)
 		return -FI_EAGAIN;
+	return take(buf, count, src_addr);
+}
+
+ssize_t CompletionQueue::take(void *buf, size_t count, fi_addr_t *src_addr)
+{
+	if (lock_.is_real())
+		return take_locked(buf, count, src_addr);
+	return read_locked(buf, count, src_addr);
+}
+
+ssize_t CompletionQueue::take_locked(void *buf, size_t count, fi_addr_t *src_addr)
+{
 	LockGuard guard(lock_);
 	return read_locked(buf, count, src_addr);
 }

@@ -106,14 +106,13 @@ protected:
 
 private:
 	struct Record {
-		void *op_context = nullptr;
-		uint64_t flags = 0;
-		size_t len = 0;
-		void *buf = nullptr;
-		uint64_t data = 0;
-		uint64_t tag = 0;
+		// The entry as FI_CQ_FORMAT_TAGGED returns it. The smaller formats are prefixes
+		// of it (checked in completion_queue.cpp), so a read copies one block of the
+		// caller's entry size, and a write fills the record as one struct.
+		struct fi_cq_tagged_entry entry{};
 		fi_addr_t src_addr = FI_ADDR_NOTAVAIL;
-		// Set for error completions; owns a copy of err_data.
+		// Set for error completions; owns a copy of err_data. Reset when the error entry
+		// is read (readerr), so a slot the ring hands out for a write never holds one.
 		struct ErrorDetail {
 			struct fi_cq_err_entry entry;
 			std::vector<uint8_t> err_data;
@@ -122,6 +121,16 @@ private:
 	};
 
 	void push(Record &&record);
+	// write()'s pieces: the lock around the in-place write, and the write itself.
+	[[gnu::noinline]] void write_locked(void *context, uint64_t flags, size_t len, void *buf,
+					    uint64_t data, uint64_t tag, fi_addr_t src_addr);
+	[[gnu::always_inline]] inline void write_in_place(void *context, uint64_t flags,
+							  size_t len, void *buf, uint64_t data,
+							  uint64_t tag, fi_addr_t src_addr);
+	// write() when the ring is full: the entry goes to the overflow list. Out of line, so
+	// that write's usual path saves no registers for it.
+	[[gnu::noinline]] void write_behind(void *context, uint64_t flags, size_t len, void *buf,
+					    uint64_t data, uint64_t tag, fi_addr_t src_addr);
 	bool empty_locked() const noexcept { return ring_.empty() && overflow_.empty(); }
 	void pop_locked() noexcept;
 	// Publishes the entry count for queued() (lock held). The overflow list is almost
@@ -133,7 +142,16 @@ private:
 	}
 	void refill_from_overflow() noexcept;
 	ssize_t read_locked(void *buf, size_t count, fi_addr_t *src_addr);
-	void copy_out(const Record &record, void *slot) const noexcept;
+	// readfrom's pieces (each ends in a tail call, see readfrom): progress first when the
+	// queue is empty; the read, with the lock when there is one.
+	[[gnu::noinline]] ssize_t progress_and_read(void *buf, size_t count, fi_addr_t *src_addr);
+	ssize_t take(void *buf, size_t count, fi_addr_t *src_addr);
+	[[gnu::noinline]] ssize_t take_locked(void *buf, size_t count, fi_addr_t *src_addr);
+	[[gnu::noinline]] ssize_t finish_read(size_t n);
+	// read_locked's copy loop for one entry size: up to `count` successful entries from
+	// the ring's front, stopping at an error entry; returns how many.
+	template <size_t EntrySize>
+	size_t take_entries(uint8_t *out, size_t count, fi_addr_t *src_addr) noexcept;
 	ssize_t blocking_read(void *buf, size_t count, fi_addr_t *src_addr, const void *cond,
 			      int timeout);
 

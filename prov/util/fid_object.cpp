@@ -2,17 +2,6 @@
 
 namespace util {
 
-FidHeader *fid_header(const struct fid *fid) noexcept
-{
-	if (!fid)
-		return nullptr;
-	auto *header = reinterpret_cast<FidHeader *>(
-		reinterpret_cast<uintptr_t>(fid) - kFidHeaderDistance);
-	if (header->magic != kFidMagic || !header->owner)
-		return nullptr;
-	return header;
-}
-
 FidObject::~FidObject()
 {
 	// Poison the header so a dangling fid used after fi_close is refused.

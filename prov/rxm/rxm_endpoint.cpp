@@ -674,24 +674,38 @@ void RxmEndpoint::progress()
 	// A new peer's connection request or a lost connection is still seen within
 	// kIdleCoreEqInterval of a spinning reader; a sleeping one wakes on the EQ's fd.
 	bool busy = drain_core_cq() > 0;
-	auto now = std::chrono::steady_clock::now(); // one clock read per pass, shm's too
-	if (shm_)
-		busy |= shm_progress(now) > 0;
-	auto interval = std::chrono::microseconds(params().cm_progress_interval_us);
-	// The pass right after a busy one counts as busy: a reader draining its CQ until it
-	// finds nothing (Open MPI's MTL) makes that pass between each message and its answer,
-	// and the core's engine rests on it (no system call) unless the EQ read adds one.
-	if (!busy && !last_pass_busy_)
-		interval = std::min<std::chrono::microseconds>(interval, kIdleCoreEqInterval);
-	last_pass_busy_ = busy;
-	// The first pass after a trywait that allowed a sleep: if it finds no completion, the
-	// EQ's fd may be what woke the sleeper. (A plain load first: no atomic exchange on
-	// every pass of a busy poller.)
-	bool eq_may_have_woken = may_have_slept_.load(std::memory_order_relaxed) &&
-				 may_have_slept_.exchange(false, std::memory_order_relaxed) && !busy;
-	if (conn_timers_active_ || eq_may_have_woken || now - last_eq_read_ >= interval) {
-		last_eq_read_ = now;
-		drain_core_eq();
+	// An idle pass (this one and the last found nothing) with nothing timed to watch (no
+	// connection being set up, no rendezvous read, no shm peer, no sleep just ended)
+	// reads the clock only every kIdleClockEvery passes: the clock read was a fifth of a
+	// busy poller's empty pass, and the idle EQ interval (kIdleCoreEqInterval, a
+	// millisecond) is still kept within a few passes. Such a pass changes nothing below.
+	bool clock_due = busy || last_pass_busy_ || shm_ || conn_timers_active_ ||
+			 may_have_slept_.load(std::memory_order_relaxed) ||
+			 rndv_read_next_ != std::chrono::steady_clock::time_point{} ||
+			 ++idle_passes_ % kIdleClockEvery == 0;
+	std::chrono::steady_clock::time_point now{}; // (before any deadline when not read)
+	if (clock_due) {
+		now = std::chrono::steady_clock::now(); // one clock read per pass, shm's too
+		if (shm_)
+			busy |= shm_progress(now) > 0;
+		auto interval = std::chrono::microseconds(params().cm_progress_interval_us);
+		// The pass right after a busy one counts as busy: a reader draining its CQ until
+		// it finds nothing (Open MPI's MTL) makes that pass between each message and its
+		// answer, and the core's engine rests on it (no system call) unless the EQ read
+		// adds one.
+		if (!busy && !last_pass_busy_)
+			interval = std::min<std::chrono::microseconds>(interval, kIdleCoreEqInterval);
+		last_pass_busy_ = busy;
+		// The first pass after a trywait that allowed a sleep: if it finds no completion,
+		// the EQ's fd may be what woke the sleeper. (A plain load first: no atomic
+		// exchange on every pass of a busy poller.)
+		bool eq_may_have_woken = may_have_slept_.load(std::memory_order_relaxed) &&
+					 may_have_slept_.exchange(false, std::memory_order_relaxed) &&
+					 !busy;
+		if (conn_timers_active_ || eq_may_have_woken || now - last_eq_read_ >= interval) {
+			last_eq_read_ = now;
+			drain_core_eq();
+		}
 	}
 	// Each piece below runs only when its list or deadline says it has work: a data pass
 	// of a ping-pong has none of it, and a call each (a walk over every peer for the

@@ -418,6 +418,8 @@ private:
 	// a second one in the same interval is part of a burst (send_for_coalescing).
 	uint64_t progress_passes_ = 0;
 	bool last_pass_busy_ = false; // the last progress() drained core completions
+	unsigned idle_passes_ = 0;    // idle passes that skipped the clock (see progress())
+	static constexpr unsigned kIdleClockEvery = 8;
 	uint64_t last_small_send_pass_ = ~uint64_t{0};
 	bool attached_ = false;
 	// Calls fn once on each distinct CQ and counter bound here.

@@ -341,8 +341,10 @@ ssize_t CompletionQueue::readfrom(void *buf, size_t count, fi_addr_t *src_addr)
 
 ssize_t CompletionQueue::progress_and_read(void *buf, size_t count, fi_addr_t *src_addr)
 {
-	// Still nothing (a busy poller's usual read): no lock either.
-	if (!progress_then_ready(count) && count && buf)
+	// progress_then_ready's steps after its check of the count (readfrom's own): still
+	// nothing (a busy poller's usual read) takes no lock either.
+	progress_for_read(count);
+	if (queued() == 0 && !event_fd_set() && count && buf)
 		return -FI_EAGAIN;
 	return take(buf, count, src_addr);
 }

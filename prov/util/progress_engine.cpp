@@ -206,7 +206,7 @@ void ProgressEngine::progress()
 				busy_at_ = std::chrono::steady_clock::now();
 			}
 		}
-		if (--depth_ == 0)
+		if (--depth_ == 0 && !retired_.empty())
 			retired_.clear();
 	}
 	// Index loop: a source may remove itself (or others) while running.
@@ -214,7 +214,7 @@ void ProgressEngine::progress()
 		sources_[i]->progress();
 }
 
-bool ProgressEngine::epoll_due(bool busy)
+inline bool ProgressEngine::epoll_due(bool busy)
 {
 	bool requested = epoll_requested_.load(std::memory_order_relaxed) &&
 			 epoll_requested_.exchange(false);

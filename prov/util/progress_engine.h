@@ -208,7 +208,7 @@ private:
 	// Returns the number of events dispatched.
 	int dispatch_epoll();
 	// Whether this pass asks epoll (engine lock held; `busy`: a hot fd had data).
-	bool epoll_due(bool busy);
+	[[gnu::always_inline]] inline bool epoll_due(bool busy);
 	// An engine with nested engines (a fabric's): the last sleeper saw leaf_fd() and every
 	// nested engine's fd quiet (sleep_report.h), so epoll has nothing for this pass.
 	// Consumes the leaf's report: the next pass without a sleep between asks epoll.

@@ -79,6 +79,8 @@ public:
 	// A read's progress without the read (for up to `count` entries): true when a read
 	// would return something. readfrom's first step, and cq_progress_ops.h's progress().
 	bool progress_then_ready(size_t count);
+	// cq_progress_ops.h's progress(): progress_then_ready(1), shorter for a plain CQ.
+	bool progress_entry();
 
 	// ---- Waitable ----
 	void run_progress() override;
@@ -160,6 +162,7 @@ private:
 	enum fi_wait_obj wait_obj_;
 	size_t entry_size_;
 	bool block_without_wait_obj_ = false;
+	std::atomic<bool> progress_is_domains_{false}; // set by ops_open (see progress_entry)
 	Lock lock_;
 	Ring<Record> ring_;
 	std::deque<Record> overflow_;

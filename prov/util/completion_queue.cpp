@@ -186,6 +186,25 @@ void CompletionQueue::write(void *context, uint64_t flags, size_t len, void *buf
 void CompletionQueue::write_locked(void *context, uint64_t flags, size_t len, void *buf,
 				   uint64_t data, uint64_t tag, fi_addr_t src_addr)
 {
+	// The usual case (a free lock, a free slot, nobody to wake) makes no call while it
+	// holds the lock; anything else takes the general path.
+	if (!lock_.lock_free_only()) [[unlikely]]
+		return write_contended(context, flags, len, buf, data, tag, src_addr);
+	Record *slot = ring_.back_slot();
+	if (!slot || event_fd_due()) [[unlikely]] {
+		lock_.unlock();
+		return write_contended(context, flags, len, buf, data, tag, src_addr);
+	}
+	slot->entry = {context, flags, len, buf, data, tag};
+	slot->src_addr = src_addr;
+	ring_.commit_back();
+	queued_.store(ring_.size(), std::memory_order_release);
+	lock_.unlock();
+}
+
+void CompletionQueue::write_contended(void *context, uint64_t flags, size_t len, void *buf,
+				      uint64_t data, uint64_t tag, fi_addr_t src_addr)
+{
 	LockGuard guard(lock_);
 	write_in_place(context, flags, len, buf, data, tag, src_addr);
 }
@@ -258,7 +277,7 @@ void CompletionQueue::pop_locked() noexcept
 }
 
 template <size_t EntrySize>
-size_t CompletionQueue::take_entries(uint8_t *out, size_t count, fi_addr_t *src_addr) noexcept
+inline size_t CompletionQueue::take_entries(uint8_t *out, size_t count, fi_addr_t *src_addr) noexcept
 {
 	size_t n = 0;
 	while (n < count && !ring_.empty()) {
@@ -275,6 +294,20 @@ size_t CompletionQueue::take_entries(uint8_t *out, size_t count, fi_addr_t *src_
 	return n;
 }
 
+inline size_t CompletionQueue::take_in_format(uint8_t *out, size_t count,
+					     fi_addr_t *src_addr) noexcept
+{
+	// Compares rather than a switch: a position-independent jump table cost as much as
+	// the copy; the tagged format (rxm's, the tag matching MPI layers') comes first.
+	if (format_ == FI_CQ_FORMAT_TAGGED) [[likely]]
+		return take_entries<sizeof(struct fi_cq_tagged_entry)>(out, count, src_addr);
+	if (format_ == FI_CQ_FORMAT_DATA)
+		return take_entries<sizeof(struct fi_cq_data_entry)>(out, count, src_addr);
+	if (format_ == FI_CQ_FORMAT_MSG)
+		return take_entries<sizeof(struct fi_cq_msg_entry)>(out, count, src_addr);
+	return take_entries<sizeof(struct fi_cq_entry)>(out, count, src_addr);
+}
+
 ssize_t CompletionQueue::read_locked(void *buf, size_t count, fi_addr_t *src_addr)
 {
 	if (count == 0)
@@ -283,18 +316,7 @@ ssize_t CompletionQueue::read_locked(void *buf, size_t count, fi_addr_t *src_add
 		return -FI_EINVAL;
 	// One copy loop per entry size: a fixed-size copy is a few moves, a switch per entry
 	// cost more than the copy.
-	// Compares rather than a switch: a position-independent jump table cost as much as
-	// the copy; the tagged format (rxm's, the tag matching MPI layers') comes first.
-	auto *out = static_cast<uint8_t *>(buf);
-	size_t n;
-	if (format_ == FI_CQ_FORMAT_TAGGED) [[likely]]
-		n = take_entries<sizeof(struct fi_cq_tagged_entry)>(out, count, src_addr);
-	else if (format_ == FI_CQ_FORMAT_DATA)
-		n = take_entries<sizeof(struct fi_cq_data_entry)>(out, count, src_addr);
-	else if (format_ == FI_CQ_FORMAT_MSG)
-		n = take_entries<sizeof(struct fi_cq_msg_entry)>(out, count, src_addr);
-	else
-		n = take_entries<sizeof(struct fi_cq_entry)>(out, count, src_addr);
+	size_t n = take_in_format(static_cast<uint8_t *>(buf), count, src_addr);
 	// Entries waiting in the overflow list, or an eventfd to clear: the rare ends, out of
 	// line (a call here made every read save registers).
 	if (!overflow_.empty() || event_fd_set()) [[unlikely]]
@@ -354,6 +376,28 @@ ssize_t CompletionQueue::take(void *buf, size_t count, fi_addr_t *src_addr)
 }
 
 ssize_t CompletionQueue::take_locked(void *buf, size_t count, fi_addr_t *src_addr)
+{
+	// As write_locked: the usual case (a free lock, entries in the ring only, no eventfd
+	// to clear) makes no call while it holds the lock.
+	if (count == 0 || !buf || !lock_.lock_free_only()) [[unlikely]]
+		return take_contended(buf, count, src_addr);
+	if (!overflow_.empty() || event_fd_set()) [[unlikely]] {
+		lock_.unlock();
+		return take_contended(buf, count, src_addr);
+	}
+	size_t n = take_in_format(static_cast<uint8_t *>(buf), count, src_addr);
+	ssize_t result;
+	if (n) {
+		queued_.store(ring_.size(), std::memory_order_release);
+		result = static_cast<ssize_t>(n);
+	} else {
+		result = ring_.empty() ? -FI_EAGAIN : -FI_EAVAIL;
+	}
+	lock_.unlock();
+	return result;
+}
+
+ssize_t CompletionQueue::take_contended(void *buf, size_t count, fi_addr_t *src_addr)
 {
 	LockGuard guard(lock_);
 	return read_locked(buf, count, src_addr);

@@ -126,6 +126,9 @@ private:
 	// write()'s pieces: the lock around the in-place write, and the write itself.
 	[[gnu::noinline]] void write_locked(void *context, uint64_t flags, size_t len, void *buf,
 					    uint64_t data, uint64_t tag, fi_addr_t src_addr);
+	[[gnu::noinline]] void write_contended(void *context, uint64_t flags, size_t len,
+					       void *buf, uint64_t data, uint64_t tag,
+					       fi_addr_t src_addr);
 	[[gnu::always_inline]] inline void write_in_place(void *context, uint64_t flags,
 							  size_t len, void *buf, uint64_t data,
 							  uint64_t tag, fi_addr_t src_addr);
@@ -149,11 +152,16 @@ private:
 	[[gnu::noinline]] ssize_t progress_and_read(void *buf, size_t count, fi_addr_t *src_addr);
 	ssize_t take(void *buf, size_t count, fi_addr_t *src_addr);
 	[[gnu::noinline]] ssize_t take_locked(void *buf, size_t count, fi_addr_t *src_addr);
+	[[gnu::noinline]] ssize_t take_contended(void *buf, size_t count, fi_addr_t *src_addr);
+	// The copy loop for the CQ's format (take_entries of its entry size).
+	[[gnu::always_inline]] inline size_t take_in_format(uint8_t *out, size_t count,
+							    fi_addr_t *src_addr) noexcept;
 	[[gnu::noinline]] ssize_t finish_read(size_t n);
 	// read_locked's copy loop for one entry size: up to `count` successful entries from
 	// the ring's front, stopping at an error entry; returns how many.
 	template <size_t EntrySize>
-	size_t take_entries(uint8_t *out, size_t count, fi_addr_t *src_addr) noexcept;
+	[[gnu::always_inline]] inline size_t take_entries(uint8_t *out, size_t count,
+							  fi_addr_t *src_addr) noexcept;
 	ssize_t blocking_read(void *buf, size_t count, fi_addr_t *src_addr, const void *cond,
 			      int timeout);
 

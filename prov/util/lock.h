@@ -64,6 +64,19 @@ public:
 		int seen;
 		return try_enter(self_id(), seen);
 	}
+	// A real lock taken only if nobody holds it, this thread included (no recursion, no
+	// waiting); false otherwise, and the caller locks the usual way. For short sections
+	// that must make no call while holding the lock (a call there costs the caller a
+	// register save on every entry): lock_free_only() ... unlock().
+	bool lock_free_only() noexcept
+	{
+		int seen = kFree;
+		if (!state_.compare_exchange_strong(seen, kHeld, std::memory_order_acquire,
+						    std::memory_order_relaxed))
+			return false;
+		take(self_id());
+		return true;
+	}
 
 	// The policy for objects of a domain with these attributes.
 	static Kind kind_for(enum fi_threading threading, enum fi_progress data_progress,

@@ -142,6 +142,9 @@ protected:
 		if (!event_fd_set_ && observed())
 			set_event_fd();
 	}
+	// Whether note_event_added would write the eventfd now (a caller that must not call
+	// out while holding its lock checks first and takes its general path then).
+	bool event_fd_due() const noexcept { return !event_fd_set_ && observed(); }
 	// After the object became empty: clear the eventfd.
 	void note_drained();
 	// At the start of a read: the owner is not asleep on an exported fd any more.

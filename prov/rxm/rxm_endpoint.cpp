@@ -177,6 +177,7 @@ void RxmEndpoint::choose_limits()
 	// connection (rxm_cma_owner.h), which a core without kernel sockets (verbs) cannot show;
 	// or over our shm, whose AF_UNIX socket names the peer's pid (prove_core_peer).
 	bool provable = byte_stream_core() || open_core_peer_ops();
+	open_core_send_ops();
 	if (p.use_cma_set && p.use_cma && !provable)
 		RXM_INFO(FI_LOG_EP_CTRL, "use_cma ignored: the core has no kernel sockets by which "
 					 "a same-host peer could be proved\n");

@@ -234,11 +234,16 @@ private:
 	void queue_op(RxmConn *conn, TxOp *op);
 	void pump(RxmConn *conn);
 	bool pump_one(RxmConn *conn, TxOp *op);
-	size_t eager_size_to(const RxmConn *conn) const;
-	bool goes_by_cma_rndv(const RxmConn *conn, uint64_t total, uint64_t flags) const;
-	bool send_eager_at_once(RxmConn *conn, const struct iovec *iov, size_t count,
-				uint64_t total, void *context, uint64_t data, uint64_t tag,
-				uint64_t flags, bool tagged);
+	// inline: defined and used in rxm_send.cpp only (the small send's steps, inlined there).
+	inline size_t eager_size_to(const RxmConn *conn) const;
+	inline bool goes_by_cma_rndv(const RxmConn *conn, uint64_t total, uint64_t flags) const;
+	inline bool send_eager_at_once(RxmConn *conn, const struct iovec *iov, size_t count,
+				       uint64_t total, void *context, uint64_t data, uint64_t tag,
+				       uint64_t flags, bool tagged);
+	// send_common's part for a message that does not go at once (queued, SAR, rendezvous).
+	ssize_t send_queued(RxmConn *conn, const struct iovec *iov, void **desc, size_t count,
+			    uint64_t total, void *context, uint64_t data, uint64_t tag,
+			    uint64_t flags, bool tagged);
 	void on_tx_buffer_done(TxBuffer *buf, int err);
 	void on_rma_done(TxOp *op, int err);
 	void maybe_finish(TxOp *op);
@@ -442,6 +447,10 @@ private:
 	// Over our shm as the core (shm;ofi_rxm): its kernel-given peer pids (rxm_rndv_cma.cpp).
 	struct ofi_shm_peer_ops *core_peer_ops_ = nullptr;
 	bool open_core_peer_ops();
+	// Over our shm as the core: its framed one-slot sends (prov/shm/shm_send_ops.h), or
+	// null; the shm side's are in ShmPath (rxm_send.cpp).
+	const struct ofi_shm_send_ops *core_send_ops_ = nullptr;
+	void open_core_send_ops();
 	int prove_core_peer(RxmConn *conn, uint32_t pid);
 	uint8_t cma_token_[16] = {}; // its address and value prove to peers who we are
 	// false: malformed offer. Proves the peer's pid on the first offer of a connection.
@@ -496,9 +505,9 @@ private:
 	void quiet_core_if_moved(RxmConn *conn); // both directions on shm: core hint (quiet_ops.h)
 	// Whether op's core sends may carry FI_MORE: its application will read the completion,
 	// which runs the pass that sends them (rxm_send.cpp).
-	bool may_hold_for_app(bool report, const RxmConn *conn) const;
+	inline bool may_hold_for_app(bool report, const RxmConn *conn) const;
 	// The second or later eager message of a burst that may be held: FI_MORE, no inject.
-	bool send_for_coalescing(bool report, const RxmConn *conn);
+	inline bool send_for_coalescing(bool report, const RxmConn *conn);
 	void handle_shm_connreq(const struct fi_eq_cm_entry *entry, size_t data_len);
 	void handle_shm_event(uint32_t event, const struct fi_eq_cm_entry *entry, size_t len);
 	void handle_shm_error(const struct fi_eq_err_entry &err);

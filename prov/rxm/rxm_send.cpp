@@ -9,6 +9,8 @@
 #include "prov/rxm/rxm_flags.h"
 #include "prov/rxm/rxm_provider.h"
 #include "prov/rxm/rxm_share.h"
+#include "prov/rxm/rxm_shm.h"
+#include "prov/shm/shm_send_ops.h"
 
 #include <rdma/fi_errno.h>
 
@@ -19,14 +21,6 @@
 namespace rxm {
 
 namespace {
-
-uint64_t iov_total(const struct iovec *iov, size_t count)
-{
-	uint64_t total = 0;
-	for (size_t i = 0; i < count; i++)
-		total += iov[i].iov_len;
-	return total;
-}
 
 // Copies len bytes starting at byte offset 'from' of the iov list into out.
 void gather(const struct iovec *iov, size_t count, uint64_t from, uint8_t *out, size_t len)
@@ -77,6 +71,56 @@ size_t inject_size_of(const fi_info *info)
 }
 
 } // namespace
+
+// Small helpers of the send path, only used in this file: inline (a member function of a
+// shared library is otherwise called, never inlined, per message).
+// The largest payload an eager message to conn's peer may carry (its receive buffers).
+inline size_t RxmEndpoint::eager_size_to(const RxmConn *conn) const
+{
+	return conn->peer_eager_size ? std::min(conn->peer_eager_size, eager_limit_) : eager_limit_;
+}
+
+// A same-host peer that pulls by process_vm_readv (or may: the first such request finds out)
+// takes mid-sized messages in one copy instead of two through the core.
+inline bool RxmEndpoint::goes_by_cma_rndv(const RxmConn *conn, uint64_t total, uint64_t flags) const
+{
+	return cma_ && conn->cma_peer_pulls >= 0 &&
+	       total > (conn->tx_on_shm ? cma_rndv_min_shm_ : cma_rndv_min_) &&
+	       !(flags & FI_INJECT);
+}
+
+// tcp can send a burst (sends posted between two progress passes) in one sendmsg at the
+// next pass, holding back the sends rxm marks FI_MORE and nothing else (rxm asked that mode:
+// prov/util/send_hold_ops.h). rxm may mark only sends whose completion the application will
+// read, since that read runs the pass that sends them: an inject, a suppressed completion
+// or rxm's own protocol message may be the last call before the application waits on
+// something else (an out-of-band barrier at the end of a run), and its peer would wait for
+// the held bytes forever. Not over shm, which sends at once anyway, nor while rxm's own
+// progress thread runs (the application need not come back then).
+inline bool RxmEndpoint::may_hold_for_app(bool report, const RxmConn *conn) const
+{
+	return report && !conn->tx_on_shm && domain_->core_holds_more() &&
+	       !progress_running_.load(std::memory_order_relaxed);
+}
+
+// The second and later eager messages of a burst go with FI_MORE and a core completion; the
+// first of a burst (a ping-pong's every message) goes at once, injected when it is small.
+inline bool RxmEndpoint::send_for_coalescing(bool report, const RxmConn *conn)
+{
+	bool burst = last_small_send_pass_ == progress_passes_;
+	last_small_send_pass_ = progress_passes_;
+	return burst && may_hold_for_app(report, conn);
+}
+
+void RxmEndpoint::open_core_send_ops()
+{
+	// Only our shm answers this name; any other core sends by fi_inject.
+	void *ops = nullptr;
+	core_send_ops_ = fi_open_ops(&domain_->core()->fid, OFI_SHM_SEND_OPS_NAME, 0, &ops,
+				     nullptr) == 0
+				 ? static_cast<const ofi_shm_send_ops *>(ops)
+				 : nullptr;
+}
 
 TxOp *RxmEndpoint::alloc_op(RxmConn *for_peer)
 {
@@ -182,21 +226,40 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 {
 	if (count > kRndvMaxSegments || (count && !iov))
 		return -FI_EINVAL;
-	for (size_t i = 0; i < count; i++)
+	uint64_t total = 0;
+	for (size_t i = 0; i < count; i++) {
 		if (iov[i].iov_len && !iov[i].iov_base)
 			return -FI_EINVAL;
-	uint64_t total = iov_total(iov, count);
+		total += iov[i].iov_len;
+	}
 	std::lock_guard guard(lock_);
 	if (!enabled())
 		return -FI_EOPBADSTATE;
 	if ((flags & FI_INJECT) && total > inject_limit_)
 		return -FI_EMSGSIZE;
-	int err = 0;
-	RxmConn *conn = conn_for_send(dest, &err);
-	if (!conn)
-		return err;
+	// conn_for_send's first step, inline: the route remembered for dest, if still valid.
+	RxmConn *conn = nullptr;
+	RxmAv *table = av();
+	if (table && dest < send_routes_.size()) {
+		const SendRoute &route = send_routes_[dest];
+		if (route.epoch == routes_epoch_ && route.av_generation == table->generation())
+			conn = route.conn;
+	}
+	if (!conn) {
+		int err = 0;
+		conn = conn_for_send(dest, &err);
+		if (!conn)
+			return err;
+	}
 	if (send_eager_at_once(conn, iov, count, total, context, data, tag, flags, tagged))
 		return 0;
+	return send_queued(conn, iov, desc, count, total, context, data, tag, flags, tagged);
+}
+
+ssize_t RxmEndpoint::send_queued(RxmConn *conn, const struct iovec *iov, void **desc,
+				 size_t count, uint64_t total, void *context, uint64_t data,
+				 uint64_t tag, uint64_t flags, bool tagged)
+{
 	TxOp *op = alloc_op(conn);
 	if (!op)
 		return -FI_EAGAIN;
@@ -311,21 +374,6 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 	return 0;
 }
 
-// The largest payload an eager message to conn's peer may carry (its receive buffers).
-size_t RxmEndpoint::eager_size_to(const RxmConn *conn) const
-{
-	return conn->peer_eager_size ? std::min(conn->peer_eager_size, eager_limit_) : eager_limit_;
-}
-
-// A same-host peer that pulls by process_vm_readv (or may: the first such request finds out)
-// takes mid-sized messages in one copy instead of two through the core.
-bool RxmEndpoint::goes_by_cma_rndv(const RxmConn *conn, uint64_t total, uint64_t flags) const
-{
-	return cma_ && conn->cma_peer_pulls >= 0 &&
-	       total > (conn->tx_on_shm ? cma_rndv_min_shm_ : cma_rndv_min_) &&
-	       !(flags & FI_INJECT);
-}
-
 // The common small send (a ping-pong's every message, a stream's first of each pass): an
 // eager message to a connected peer with nothing queued before it, that the core injects.
 // What the queued path would do for it (an op, a bounce buffer, the queue, pump_one's
@@ -333,7 +381,9 @@ bool RxmEndpoint::goes_by_cma_rndv(const RxmConn *conn, uint64_t total, uint64_t
 // stack, the core copies them within fi_inject and the send completes at once. Anything
 // else (no room in the core, a burst tcp may coalesce, a completion that waits for the
 // peer) returns false before any state changed, and takes the queued path.
-bool RxmEndpoint::send_eager_at_once(RxmConn *conn, const struct iovec *iov, size_t count,
+// Inlined into send_common, its only caller: a call and a nine-argument prologue less per
+// message.
+[[gnu::always_inline]] inline bool RxmEndpoint::send_eager_at_once(RxmConn *conn, const struct iovec *iov, size_t count,
 				     uint64_t total, void *context, uint64_t data, uint64_t tag,
 				     uint64_t flags, bool tagged)
 {
@@ -342,8 +392,11 @@ bool RxmEndpoint::send_eager_at_once(RxmConn *conn, const struct iovec *iov, siz
 	    !conn->backlog.empty() || (flags & (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)))
 		return false;
 	size_t len = kWireHeaderSize + total;
+	// Over our shm, shm itself answers whether the message fits its slot (-FI_EAGAIN).
+	const ofi_shm_send_ops *framed = conn->tx_on_shm ? shm_->send_ops : core_send_ops_;
 	if (total > eager_size_to(conn) || goes_by_cma_rndv(conn, total, flags) ||
-	    len > inject_size_of(conn->tx_on_shm ? shm_->info : domain_->core_info()))
+	    (!framed &&
+	     len > inject_size_of(conn->tx_on_shm ? shm_->info : domain_->core_info())))
 		return false;
 	bool report = tx_entry_wanted(flags) && !(flags & kNoCompletionFlag);
 	// The burst rule of send_for_coalescing; a send it would hold goes queued (which
@@ -351,35 +404,39 @@ bool RxmEndpoint::send_eager_at_once(RxmConn *conn, const struct iovec *iov, siz
 	uint64_t last_pass = last_small_send_pass_;
 	if (send_for_coalescing(report, conn))
 		return false;
-	WireHeader h;
-	h.op = WireOp::eager;
-	h.flags = (tagged ? wire_flag::tagged : 0) |
-		  ((flags & FI_REMOTE_CQ_DATA) ? wire_flag::remote_cq_data : 0);
-	h.payload_len = static_cast<uint32_t>(total);
-	h.tag = tagged ? tag : 0;
-	h.cq_data = data;
-	h.msg_id = 0; // nothing answers an eager message sent without FI_DELIVERY_COMPLETE
-	h.total_len = total;
-	h.conn_id = conn->peer_conn_id;
-	h.credits = credits_to_piggyback(conn);
+	// msg_id 0: nothing answers an eager message sent without FI_DELIVERY_COMPLETE.
+	uint16_t wire_flags = (tagged ? wire_flag::tagged : 0) |
+			      ((flags & FI_REMOTE_CQ_DATA) ? wire_flag::remote_cq_data : 0);
+	uint16_t credits = credits_to_piggyback(conn);
 	uint8_t wire[kWireHeaderSize + kMaxPayload];
-	encode_header(h, wire);
-	if (count == 1 && total) // (a NULL base is allowed for 0 bytes, not for memcpy)
-		memcpy(wire + kWireHeaderSize, iov[0].iov_base, total);
-	else
-		gather(iov, count, 0, wire + kWireHeaderSize, total);
+	encode_eager_header(wire, wire_flags, tagged ? tag : 0, data, static_cast<uint32_t>(total),
+			    conn->peer_conn_id, credits);
 	// Over a core with credit flow control (verbs) it needs a credit like a queued send.
 	bool sent = take_send_credit(conn);
-	if (sent && fi_inject(tx_ep(conn), wire, len, 0) != 0) {
-		return_send_credit(conn);
-		sent = false;
+	if (sent) {
+		ssize_t ret;
+		if (framed) {
+			// Header and payload go straight into shm's ring slot: no copy here first.
+			ret = framed->inject_framed(tx_ep(conn), wire, kWireHeaderSize, iov, count,
+						    total);
+		} else {
+			if (count == 1 && total) // (a NULL base is allowed for 0 bytes)
+				memcpy(wire + kWireHeaderSize, iov[0].iov_base, total);
+			else
+				gather(iov, count, 0, wire + kWireHeaderSize, total);
+			ret = fi_inject(tx_ep(conn), wire, len, 0);
+		}
+		if (ret != 0) {
+			return_send_credit(conn);
+			sent = false;
+		}
 	}
 	if (!sent) {
 		// The queued path retries it (and reports what fails) as this pass's first.
 		last_small_send_pass_ = last_pass;
 		return false;
 	}
-	conn->credit_return.piggybacked(h.credits);
+	conn->credit_return.piggybacked(credits);
 	uint64_t cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
 	if (report)
 		complete_tx(FI_COMPLETION, context, cq_flags);
@@ -725,29 +782,6 @@ ssize_t RxmEndpoint::sendmsg(const struct fi_msg *msg, uint64_t flags)
 		return -FI_EBADFLAGS;
 	return send_common(msg->msg_iov, msg->desc, msg->iov_count, msg->addr, msg->context,
 			   msg->data, 0, flags & ~kNoCompletionFlag, false);
-}
-
-// tcp can send a burst (sends posted between two progress passes) in one sendmsg at the
-// next pass, holding back the sends rxm marks FI_MORE and nothing else (rxm asked that mode:
-// prov/util/send_hold_ops.h). rxm may mark only sends whose completion the application will
-// read, since that read runs the pass that sends them: an inject, a suppressed completion
-// or rxm's own protocol message may be the last call before the application waits on
-// something else (an out-of-band barrier at the end of a run), and its peer would wait for
-// the held bytes forever. Not over shm, which sends at once anyway, nor while rxm's own
-// progress thread runs (the application need not come back then).
-bool RxmEndpoint::may_hold_for_app(bool report, const RxmConn *conn) const
-{
-	return report && !conn->tx_on_shm && domain_->core_holds_more() &&
-	       !progress_running_.load(std::memory_order_relaxed);
-}
-
-// The second and later eager messages of a burst go with FI_MORE and a core completion; the
-// first of a burst (a ping-pong's every message) goes at once, injected when it is small.
-bool RxmEndpoint::send_for_coalescing(bool report, const RxmConn *conn)
-{
-	bool burst = last_small_send_pass_ == progress_passes_;
-	last_small_send_pass_ = progress_passes_;
-	return burst && may_hold_for_app(report, conn);
 }
 
 ssize_t RxmEndpoint::inject(const void *buf, size_t len, fi_addr_t dest)

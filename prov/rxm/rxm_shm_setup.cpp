@@ -10,6 +10,7 @@
 #include "prov/rxm/rxm_endpoint.h"
 #include "prov/rxm/rxm_provider.h"
 #include "prov/shm/shm_peer_ops.h"
+#include "prov/shm/shm_send_ops.h"
 #include "prov/util/rx_inplace_ops.h"
 
 #include <rdma/fi_cm.h>
@@ -205,6 +206,9 @@ int RxmEndpoint::open_shm()
 	if (fi_open_ops(&path->domain->fid, OFI_RX_INPLACE_OPS_NAME, 0,
 			reinterpret_cast<void **>(&path->inplace_ops), nullptr) != 0)
 		path->inplace_ops = nullptr;
+	void *send_ops = nullptr;
+	if (fi_open_ops(&path->domain->fid, OFI_SHM_SEND_OPS_NAME, 0, &send_ops, nullptr) == 0)
+		path->send_ops = static_cast<const ofi_shm_send_ops *>(send_ops);
 	shm_ = std::move(path);
 	RXM_INFO(FI_LOG_EP_CTRL, "shm side open, listening on %.*s\n",
 		 static_cast<int>(sizeof(shm_->name)), shm_->name);

@@ -4,6 +4,8 @@
 #ifndef OFI_PROV_RXM_WIRE_H
 #define OFI_PROV_RXM_WIRE_H
 
+#include "prov/rxm/rxm_bytes.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -72,6 +74,25 @@ void stamp_credits(uint8_t *encoded_header, uint16_t credits);
 
 // Writes exactly kWireHeaderSize bytes.
 void encode_header(const WireHeader &hdr, uint8_t *out);
+
+// encode_header of an eager message (msg_id, offset 0; total_len = payload_len = len) as
+// fixed stores, inline: the small send writes one per message, straight where it goes.
+inline void encode_eager_header(uint8_t *out, uint16_t flags, uint64_t tag, uint64_t cq_data,
+				uint32_t len, uint32_t conn_id, uint16_t credits)
+{
+	put_u8(out + 0, kWireVersion);
+	put_u8(out + 1, static_cast<uint8_t>(WireOp::eager));
+	put_u16(out + 2, flags);
+	put_u32(out + 4, len);
+	put_u64(out + 8, tag);
+	put_u64(out + 16, cq_data);
+	put_u64(out + 24, 0);
+	put_u64(out + 32, len);
+	put_u64(out + 40, 0);
+	put_u32(out + 48, conn_id);
+	put_u16(out + 52, credits);
+	put_u16(out + 54, 0);
+}
 
 // Decodes and validates one received core message (header plus payload). Returns 0 or -FI_EIO
 // when the bytes are not a well-formed rxm message.

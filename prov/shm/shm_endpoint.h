@@ -71,6 +71,10 @@ public:
 	int peer_pid(pid_t *pid); // SO_PEERCRED of the connection's socket (shm_peer_ops.cpp)
 	// util/rx_inplace_ops.h (shm_peer_ops.cpp): messages shown to a consumer in the ring.
 	int set_consumer(ofi_rx_inplace_fn consume, void *arg);
+	// shm_send_ops.h (shm_endpoint_msg.cpp): [header, payload] into the next slot, or
+	// -FI_EAGAIN when that cannot be done at once (the caller takes the plain path).
+	ssize_t inject_framed(const void *hdr, size_t hdr_len, const iovec *payload,
+			      size_t count, size_t payload_len);
 
 	// ---- fi_ops_msg (shm_endpoint_msg.cpp) ----
 	ssize_t recv(void *buf, size_t len, void *desc, fi_addr_t src_addr, void *context);

@@ -137,6 +137,41 @@ bool ShmEndpoint::send_in_slots(const iovec *iov, size_t count, size_t total, vo
 	return true;
 }
 
+ssize_t ShmEndpoint::inject_framed(const void *hdr, size_t hdr_len, const iovec *payload,
+				   size_t count, size_t payload_len)
+{
+	// The caller (a utility provider in this process) checked the payload iovecs as it
+	// checks the application's; the sizes are checked here, the slot is our own ring's.
+	if (!hdr || count > kIovLimit || (count && !payload))
+		return -FI_EINVAL;
+	if (hdr_len > kSlotPayload || payload_len > kSlotPayload - hdr_len)
+		return -FI_EAGAIN; // more than one slot: the plain path
+	util::LockGuard guard(domain().lock());
+	// What send_in_slots asks of a message written at once, for one slot (anything else,
+	// including a corrupt tail, is the plain path's to queue or report).
+	if (!enabled() || state_ != State::connected || !tx_queue_.empty() ||
+	    !responses_.empty() || !tx_ring_.has_free_slots(1))
+		return -FI_EAGAIN;
+	size_t total = hdr_len + payload_len;
+	SlotHeader h{};
+	h.op = kOpMsg;
+	h.flags = kSlotFirst;
+	h.len = static_cast<uint32_t>(total);
+	h.total = total;
+	uint8_t *slot = tx_ring_.slot(0);
+	memcpy(slot, &h, sizeof(h));
+	memcpy(slot + sizeof(h), hdr, hdr_len);
+	uint8_t *out = slot + sizeof(h) + hdr_len;
+	if (count == 1 && payload_len) // (a NULL base is allowed for 0 bytes, not for memcpy)
+		memcpy(out, payload[0].iov_base, payload_len);
+	else
+		gather(payload, count, 0, out, payload_len);
+	if (tx_ring_.publish(1))
+		ring_doorbell(peer_bell_);
+	count_tx(FI_SEND | FI_MSG); // as fi_inject's: no CQ entry, a bound counter counts it
+	return 0;
+}
+
 ssize_t ShmEndpoint::post_recv(const iovec *iov, size_t count, void *context, uint64_t flags)
 {
 	size_t total = 0;

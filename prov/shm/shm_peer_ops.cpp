@@ -1,7 +1,8 @@
 // The shm domain's ops extensions: the kernel's word on who holds the other end of a shm
-// connection (shm_peer_ops.h), and one-slot messages consumed in the ring
-// (util/rx_inplace_ops.h).
+// connection (shm_peer_ops.h), one-slot messages consumed in the ring
+// (util/rx_inplace_ops.h), and framed one-slot sends written into it (shm_send_ops.h).
 #include "prov/shm/shm_peer_ops.h"
+#include "prov/shm/shm_send_ops.h"
 
 #include "prov/shm/shm_domain.h"
 #include "prov/shm/shm_endpoint.h"
@@ -45,6 +46,21 @@ struct ofi_rx_inplace_ops inplace_ops = {
 	set_consumer,
 };
 
+ssize_t inject_framed(struct fid_ep *ep, const void *hdr, size_t hdr_len,
+		      const struct iovec *payload, size_t count, size_t payload_len)
+{
+	// (fid_cast_exact: no RTTI walk on the data path)
+	auto *e = util::fid_cast_exact<ShmEndpoint>(ep ? &ep->fid : nullptr);
+	if (!e)
+		return -FI_EINVAL;
+	return e->inject_framed(hdr, hdr_len, payload, count, payload_len);
+}
+
+struct ofi_shm_send_ops send_ops = {
+	sizeof(struct ofi_shm_send_ops),
+	inject_framed,
+};
+
 } // namespace
 
 UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<ShmDomain>().ops_open);
@@ -59,6 +75,8 @@ int ShmDomain::ops_open(const char *name, uint64_t flags, void **ops, void *)
 		*ops = &peer_ops;
 	else if (std::strcmp(name, OFI_RX_INPLACE_OPS_NAME) == 0)
 		*ops = &inplace_ops;
+	else if (std::strcmp(name, OFI_SHM_SEND_OPS_NAME) == 0)
+		*ops = &send_ops;
 	else
 		return -FI_ENOSYS;
 	return 0;

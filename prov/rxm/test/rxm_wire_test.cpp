@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <vector>
 
 using namespace rxm;
@@ -58,6 +59,27 @@ TEST(RxmWire, EncodingIsLittleEndianAtFixedOffsets)
 	EXPECT_EQ(1, out[1]);
 	EXPECT_EQ(0x08, out[8]);
 	EXPECT_EQ(0x01, out[15]);
+}
+
+// The small send's inline encoder writes what encode_header writes for the same message.
+TEST(RxmWire, EagerHeaderEncoderMatchesEncodeHeader)
+{
+	for (uint16_t flags : {uint16_t(0), wire_flag::tagged, wire_flag::remote_cq_data,
+			       uint16_t(wire_flag::tagged | wire_flag::remote_cq_data)}) {
+		WireHeader h = eager(1000);
+		h.flags = flags;
+		h.tag = 0x0102030405060708ULL;
+		h.cq_data = 0x1112131415161718ULL;
+		h.msg_id = 0;
+		h.conn_id = 0xa1b2c3d4u;
+		h.credits = 0x1234;
+		uint8_t want[kWireHeaderSize];
+		uint8_t got[kWireHeaderSize];
+		memset(got, 0xee, sizeof(got));
+		encode_header(h, want);
+		encode_eager_header(got, flags, h.tag, h.cq_data, 1000, h.conn_id, h.credits);
+		EXPECT_EQ(0, memcmp(want, got, kWireHeaderSize)) << "flags " << flags;
+	}
 }
 
 TEST(RxmWire, ConnectionIdIsStampedAndReservedBytesChecked)

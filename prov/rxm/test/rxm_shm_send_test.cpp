@@ -1,0 +1,224 @@
+// The small send over our shm (shm;ofi_rxm): rxm writes its header and the payload straight
+// into shm's ring slot (prov/shm/shm_send_ops.h) when the message fits one slot and nothing
+// waits before it; anything else is queued as before. These tests fail when that path
+// loses a tag, remote CQ data or a completion (FI_INJECT, FI_SELECTIVE_COMPLETION), or
+// passes messages queued before it (a full ring, larger messages).
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace {
+
+struct Side {
+	Side(fi_info *info, uint64_t tx_bind_flags)
+	{
+		fi_av_attr av_attr{};
+		av_attr.type = FI_AV_TABLE;
+		fi_cq_attr cq_attr{};
+		cq_attr.format = FI_CQ_FORMAT_TAGGED;
+		cq_attr.size = 1024;
+		EXPECT_EQ(0, fi_fabric(info->fabric_attr, &fabric, nullptr));
+		EXPECT_EQ(0, fi_domain(fabric, info, &domain, nullptr));
+		EXPECT_EQ(0, fi_av_open(domain, &av_attr, &av, nullptr));
+		EXPECT_EQ(0, fi_cq_open(domain, &cq_attr, &cq, nullptr));
+		EXPECT_EQ(0, fi_endpoint(domain, info, &ep, nullptr));
+		EXPECT_EQ(0, fi_ep_bind(ep, &av->fid, 0));
+		EXPECT_EQ(0, fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV | tx_bind_flags));
+		EXPECT_EQ(0, fi_enable(ep));
+		name_len = sizeof(name);
+		EXPECT_EQ(0, fi_getname(&ep->fid, name, &name_len));
+	}
+	~Side()
+	{
+		for (fid *f : {&ep->fid, &cq->fid, &av->fid, &domain->fid, &fabric->fid})
+			EXPECT_EQ(0, fi_close(f));
+	}
+	fi_addr_t insert(const Side &peer)
+	{
+		fi_addr_t out = FI_ADDR_NOTAVAIL;
+		EXPECT_EQ(1, fi_av_insert(av, peer.name, 1, &out, 0, nullptr));
+		return out;
+	}
+	void poll()
+	{
+		fi_cq_tagged_entry e[16];
+		ssize_t n = fi_cq_read(cq, e, 16);
+		for (ssize_t i = 0; i < n; i++)
+			done.push_back(e[i]);
+		if (n == -FI_EAVAIL) {
+			fi_cq_err_entry err{};
+			if (fi_cq_readerr(cq, &err, 0) == 1)
+				errors++;
+		}
+	}
+
+	fid_fabric *fabric = nullptr;
+	fid_domain *domain = nullptr;
+	fid_av *av = nullptr;
+	fid_cq *cq = nullptr;
+	fid_ep *ep = nullptr;
+	uint8_t name[64];
+	size_t name_len = 0;
+	std::vector<fi_cq_tagged_entry> done;
+	int errors = 0;
+};
+
+class RxmShmSend : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		fi_info *hints = fi_allocinfo();
+		hints->ep_attr->type = FI_EP_RDM;
+		hints->caps = FI_TAGGED | FI_MSG;
+		hints->fabric_attr->prov_name = strdup("shm;ofi_rxm");
+		int ret = fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &info);
+		fi_freeinfo(hints);
+		if (ret)
+			GTEST_SKIP() << "no shm;ofi_rxm: " << fi_strerror(-ret);
+	}
+	void TearDown() override
+	{
+		a.reset();
+		b.reset();
+		fi_freeinfo(info);
+	}
+	void open(uint64_t a_tx_bind_flags = 0)
+	{
+		a = std::make_unique<Side>(info, a_tx_bind_flags);
+		b = std::make_unique<Side>(info, 0);
+		to_b = a->insert(*b);
+		b->insert(*a);
+	}
+	bool poll_until(size_t a_done, size_t b_done,
+			std::chrono::milliseconds limit = std::chrono::seconds(10))
+	{
+		auto deadline = std::chrono::steady_clock::now() + limit;
+		while (std::chrono::steady_clock::now() < deadline) {
+			a->poll();
+			b->poll();
+			if (a->done.size() + a->errors >= a_done && b->done.size() + b->errors >= b_done)
+				return true;
+		}
+		return false;
+	}
+
+	fi_info *info = nullptr;
+	std::unique_ptr<Side> a, b;
+	fi_addr_t to_b = FI_ADDR_NOTAVAIL;
+};
+
+TEST_F(RxmShmSend, TagsRemoteDataAndCompletionsOfSmallSends)
+{
+	open();
+	uint64_t in[3] = {};
+	int rctx[3], sctx[3];
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(0, fi_trecv(b->ep, &in[i], sizeof(in[i]), nullptr, FI_ADDR_UNSPEC,
+				      100 + i, 0, &rctx[i]));
+	uint64_t v0 = 0x1111, v1 = 0x2222, v2 = 0x3333;
+	ASSERT_EQ(0, fi_tsenddata(a->ep, &v0, sizeof(v0), nullptr, 0xabcULL, to_b, 100, &sctx[0]));
+	ASSERT_EQ(0, fi_tinjectdata(a->ep, &v1, sizeof(v1), 0xdefULL, to_b, 101));
+	v1 = 0; // inject: the buffer is free at once
+	ASSERT_EQ(0, fi_tsend(a->ep, &v2, sizeof(v2), nullptr, to_b, 102, &sctx[2]));
+	ASSERT_TRUE(poll_until(2, 3));
+	ASSERT_EQ(0, a->errors + b->errors);
+	ASSERT_EQ(3u, b->done.size());
+	uint64_t want[3] = {0x1111, 0x2222, 0x3333};
+	for (int i = 0; i < 3; i++) {
+		const fi_cq_tagged_entry &e = b->done[i];
+		EXPECT_EQ(&rctx[i], e.op_context) << i;
+		EXPECT_EQ(uint64_t(100 + i), e.tag) << i;
+		EXPECT_EQ(sizeof(uint64_t), e.len) << i;
+		EXPECT_EQ(want[i], in[i]) << i;
+		uint64_t flags = FI_RECV | FI_TAGGED | (i < 2 ? FI_REMOTE_CQ_DATA : 0);
+		EXPECT_EQ(flags, e.flags) << i;
+		if (i < 2) {
+			EXPECT_EQ(i ? 0xdefULL : 0xabcULL, e.data) << i;
+		}
+	}
+	// The inject has no entry; the two sends one each.
+	EXPECT_FALSE(poll_until(3, 3, std::chrono::milliseconds(100)));
+	ASSERT_EQ(2u, a->done.size());
+	EXPECT_EQ(&sctx[0], a->done[0].op_context);
+	EXPECT_EQ(&sctx[2], a->done[1].op_context);
+	EXPECT_EQ(uint64_t(FI_SEND | FI_TAGGED), a->done[0].flags);
+}
+
+TEST_F(RxmShmSend, SelectiveCompletionWritesOnlyWhatIsAskedFor)
+{
+	open(FI_SELECTIVE_COMPLETION);
+	char in[4][8] = {};
+	for (int i = 0; i < 4; i++)
+		ASSERT_EQ(0, fi_trecv(b->ep, in[i], sizeof(in[i]), nullptr, FI_ADDR_UNSPEC, 7, 0,
+				      nullptr));
+	int ctx[4];
+	char out[] = "abcdefg";
+	iovec iov{out, sizeof(out)};
+	fi_msg_tagged msg{};
+	msg.msg_iov = &iov;
+	msg.iov_count = 1;
+	msg.addr = to_b;
+	msg.tag = 7;
+	msg.context = &ctx[0];
+	ASSERT_EQ(0, fi_tsendmsg(a->ep, &msg, 0)); // no FI_COMPLETION: no entry
+	msg.context = &ctx[1];
+	ASSERT_EQ(0, fi_tsendmsg(a->ep, &msg, FI_COMPLETION));
+	ASSERT_EQ(0, fi_tsend(a->ep, out, sizeof(out), nullptr, to_b, 7, &ctx[2])); // op_flags
+	msg.context = &ctx[3];
+	ASSERT_EQ(0, fi_tsendmsg(a->ep, &msg, FI_COMPLETION | FI_REMOTE_CQ_DATA));
+	ASSERT_TRUE(poll_until(2, 4));
+	EXPECT_FALSE(poll_until(3, 4, std::chrono::milliseconds(100)));
+	ASSERT_EQ(2u, a->done.size());
+	EXPECT_EQ(&ctx[1], a->done[0].op_context);
+	EXPECT_EQ(&ctx[3], a->done[1].op_context);
+	ASSERT_EQ(4u, b->done.size());
+	EXPECT_EQ(uint64_t(FI_RECV | FI_TAGGED | FI_REMOTE_CQ_DATA), b->done[3].flags);
+	for (int i = 0; i < 4; i++)
+		EXPECT_STREQ("abcdefg", in[i]) << i;
+}
+
+TEST_F(RxmShmSend, SmallSendsKeepTheirPlaceBehindAFullRingAndLargerMessages)
+{
+	open();
+	// The receiver progresses only when the sender runs out of room: its ring fills, later
+	// small sends queue behind the ones that did not fit, and larger messages (several
+	// slots, or more than an eager buffer) go queued between them.
+	constexpr size_t kCount = 300, kMax = 20000;
+	std::vector<std::vector<uint8_t>> in(kCount, std::vector<uint8_t>(kMax));
+	std::vector<std::vector<uint8_t>> out(kCount);
+	for (size_t i = 0; i < kCount; i++) {
+		size_t len = i % 11 == 5 ? kMax : i % 7 == 3 ? 3000 : 8;
+		out[i].resize(len);
+		for (size_t j = 0; j < len; j++)
+			out[i][j] = static_cast<uint8_t>(i * 31 + j);
+		ASSERT_EQ(0, fi_trecv(b->ep, in[i].data(), kMax, nullptr, FI_ADDR_UNSPEC, 9, 0,
+				      in[i].data()));
+	}
+	for (size_t i = 0; i < kCount; i++) {
+		ssize_t ret;
+		while ((ret = fi_tsend(a->ep, out[i].data(), out[i].size(), nullptr, to_b, 9,
+				       out[i].data())) == -FI_EAGAIN)
+			poll_until(a->done.size() + 1, 0, std::chrono::milliseconds(1));
+		ASSERT_EQ(0, ret) << i;
+	}
+	ASSERT_TRUE(poll_until(kCount, kCount)) << a->done.size() << " " << b->done.size();
+	ASSERT_EQ(0, a->errors + b->errors);
+	ASSERT_EQ(kCount, b->done.size());
+	for (size_t i = 0; i < kCount; i++) {
+		ASSERT_EQ(in[i].data(), b->done[i].op_context) << i;
+		ASSERT_EQ(out[i].size(), b->done[i].len) << i;
+		ASSERT_EQ(0, memcmp(out[i].data(), in[i].data(), out[i].size())) << "message " << i;
+	}
+}
+
+} // namespace

@@ -378,22 +378,26 @@ ssize_t RxmEndpoint::send_queued(RxmConn *conn, const struct iovec *iov, void **
 // eager message to a connected peer with nothing queued before it, that the core injects.
 // What the queued path would do for it (an op, a bounce buffer, the queue, pump_one's
 // inject, finish_op) is done here in one step: header and payload are gathered on the
-// stack, the core copies them within fi_inject and the send completes at once. Anything
-// else (no room in the core, a burst tcp may coalesce, a completion that waits for the
-// peer) returns false before any state changed, and takes the queued path.
+// stack, the core copies them within fi_inject and the send completes at once. Over our
+// shm, shm writes header and payload straight into its ring (prov/shm/shm_send_ops.h), an
+// eager message of any size (8-16 KiB injects too): no stack copy, no bounce buffer, no
+// core completion to read back. Anything else (no room in the core, a burst tcp may
+// coalesce, a completion that waits for the peer) returns false before any state changed,
+// and takes the queued path.
 // Inlined into send_common, its only caller: a call and a nine-argument prologue less per
 // message.
-[[gnu::always_inline]] inline bool RxmEndpoint::send_eager_at_once(RxmConn *conn, const struct iovec *iov, size_t count,
-				     uint64_t total, void *context, uint64_t data, uint64_t tag,
-				     uint64_t flags, bool tagged)
+[[gnu::always_inline]] inline bool
+RxmEndpoint::send_eager_at_once(RxmConn *conn, const struct iovec *iov, size_t count,
+				uint64_t total, void *context, uint64_t data, uint64_t tag,
+				uint64_t flags, bool tagged)
 {
 	constexpr size_t kMaxPayload = 1024; // bounds the stack copy
-	if (total > kMaxPayload || conn->state != ConnState::connected ||
+	const ofi_shm_send_ops *framed = conn->tx_on_shm ? shm_->send_ops : core_send_ops_;
+	if ((total > kMaxPayload && !framed) || conn->state != ConnState::connected ||
 	    !conn->backlog.empty() || (flags & (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)))
 		return false;
 	size_t len = kWireHeaderSize + total;
-	// Over our shm, shm itself answers whether the message fits its slot (-FI_EAGAIN).
-	const ofi_shm_send_ops *framed = conn->tx_on_shm ? shm_->send_ops : core_send_ops_;
+	// Over our shm, shm itself answers whether the message fits the ring (-FI_EAGAIN).
 	if (total > eager_size_to(conn) || goes_by_cma_rndv(conn, total, flags) ||
 	    (!framed &&
 	     len > inject_size_of(conn->tx_on_shm ? shm_->info : domain_->core_info())))

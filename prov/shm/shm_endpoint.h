@@ -75,6 +75,9 @@ public:
 	// -FI_EAGAIN when that cannot be done at once (the caller takes the plain path).
 	ssize_t inject_framed(const void *hdr, size_t hdr_len, const iovec *payload,
 			      size_t count, size_t payload_len);
+	// ... of a message over several slots (all of them free).
+	ssize_t inject_framed_slots(const void *hdr, size_t hdr_len, const iovec *payload,
+				    size_t count, size_t payload_len);
 
 	// ---- fi_ops_msg (shm_endpoint_msg.cpp) ----
 	ssize_t recv(void *buf, size_t len, void *desc, fi_addr_t src_addr, void *context);

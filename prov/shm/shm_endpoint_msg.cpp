@@ -146,7 +146,7 @@ ssize_t ShmEndpoint::inject_framed(const void *hdr, size_t hdr_len, const iovec 
 	if (!hdr || count > kIovLimit || (count && !payload))
 		return -FI_EINVAL;
 	if (hdr_len > kSlotPayload || payload_len > kSlotPayload - hdr_len)
-		return -FI_EAGAIN; // more than one slot: the plain path
+		return inject_framed_slots(hdr, hdr_len, payload, count, payload_len);
 	util::LockGuard guard(domain().lock());
 	// What send_in_slots asks of a message written at once, for one slot (anything else,
 	// including a corrupt tail, is the plain path's to queue or report).
@@ -174,6 +174,26 @@ ssize_t ShmEndpoint::inject_framed(const void *hdr, size_t hdr_len, const iovec 
 	if (util::Counter *sends = counter(kSendCntr))
 		sends->increment();
 	return 0;
+}
+
+ssize_t ShmEndpoint::inject_framed_slots(const void *hdr, size_t hdr_len, const iovec *payload,
+					 size_t count, size_t payload_len)
+{
+	// More than a slot: the header is the message's first piece, and send_in_slots writes
+	// it all at once or nothing (a message longer than the ring never goes at once).
+	constexpr size_t kRing = kSlots * kSlotPayload;
+	if (hdr_len > kRing || payload_len > kRing - hdr_len)
+		return -FI_EAGAIN;
+	iovec all[kIovLimit + 1];
+	all[0] = {const_cast<void *>(hdr), hdr_len};
+	memcpy(all + 1, payload, count * sizeof(iovec));
+	util::LockGuard guard(domain().lock());
+	if (!enabled())
+		return -FI_EAGAIN;
+	return send_in_slots(all, count + 1, hdr_len + payload_len, nullptr,
+			     FI_INJECT | kNoCqEntry, 0)
+		       ? 0
+		       : -FI_EAGAIN;
 }
 
 ssize_t ShmEndpoint::post_recv(const iovec *iov, size_t count, void *context, uint64_t flags)

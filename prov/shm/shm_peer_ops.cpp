@@ -1,6 +1,6 @@
 // The shm domain's ops extensions: the kernel's word on who holds the other end of a shm
 // connection (shm_peer_ops.h), one-slot messages consumed in the ring
-// (util/rx_inplace_ops.h), and framed one-slot sends written into it (shm_send_ops.h).
+// (util/rx_inplace_ops.h), and framed sends written into it (shm_send_ops.h).
 #include "prov/shm/shm_peer_ops.h"
 #include "prov/shm/shm_send_ops.h"
 

@@ -1,5 +1,5 @@
 /* An ops extension of the shm domain (fi_open_ops) for a utility provider that frames its
- * own messages (ofi_rxm): a small message goes into the next slot of the endpoint's own
+ * own messages (ofi_rxm): a message goes into the next slots of the endpoint's own
  * transmit ring as [header, payload pieces], in one call, as fi_inject would send the same
  * bytes gathered, without the thunk, the iovec checks of the application path, a second
  * length check or the caller's copy of header and payload into one buffer first.
@@ -11,10 +11,11 @@
  * followed by the payload iovecs (count of them, payload_len bytes in all, each with a
  * base when not empty: the caller checked them, as it checks the application's) as one
  * message. It completes as fi_inject: the bytes are in the ring when it returns, no CQ
- * entry, a bound send counter counts it. Only when the message fits in one slot, the
- * endpoint is connected, nothing waits to go before it (queued sends, answers owed to
- * the peer) and a slot is free: otherwise -FI_EAGAIN and nothing changed, and the caller
- * takes the plain path (fi_inject / fi_send), which queues or reports as usual. -FI_EINVAL
+ * entry, a bound send counter counts it. Only when the endpoint is connected, nothing
+ * waits to go before it (queued sends, answers owed to the peer) and the slots the
+ * message takes are free (one slot, or several for a longer message): otherwise
+ * -FI_EAGAIN and nothing changed, and the caller takes the plain path (fi_inject /
+ * fi_send), which queues or reports as usual. -FI_EINVAL
  * for a bad argument (not a shm endpoint, count over the iov limit, NULL header).
  * Returns 0 when sent. Takes the shm domain's lock as fi_inject does. */
 #ifndef OFI_PROV_SHM_SEND_OPS_H

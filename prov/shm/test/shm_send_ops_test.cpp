@@ -1,8 +1,8 @@
-// Framed one-slot sends (prov/shm/shm_send_ops.h): the header and the payload pieces arrive
-// as one message, in order with the plain path's; the send completes as an inject (no CQ
-// entry, a bound counter counts it); whatever cannot go at once (a full ring, more than a
-// slot, a connection not up) is -FI_EAGAIN with nothing sent, and a fid that is not a shm
-// endpoint is -FI_EINVAL.
+// Framed sends (prov/shm/shm_send_ops.h): the header and the payload pieces arrive as one
+// message (in one slot or several), in order with the plain path's; the send completes as
+// an inject (no CQ entry, a bound counter counts it); whatever cannot go at once (a ring
+// without room for all its slots, a connection not up) is -FI_EAGAIN with nothing sent,
+// and a fid that is not a shm endpoint is -FI_EINVAL.
 #include "prov/shm/shm_ring.h"
 #include "prov/shm/shm_send_ops.h"
 #include "prov/shm/test/shm_test_pair.h"
@@ -79,13 +79,23 @@ TEST_F(ShmSendOps, HeaderAndPiecesArriveAsOneMessageWithoutACompletion)
 	EXPECT_EQ("h", receive());
 	EXPECT_TRUE(p.cq_stays_empty(p.client_cq, 50));
 	EXPECT_EQ(2u, fi_cntr_read(sent));
-	// The largest that fits one slot goes; a byte more is the plain path's.
+	// The largest that fits one slot, a byte more (two slots), a message over three.
 	std::string head(56, 'H');
 	std::string body(shm::kSlotPayload - head.size(), 'b');
 	ASSERT_EQ(0, framed(head, {body}));
 	EXPECT_EQ(head + body, receive());
-	EXPECT_EQ(-FI_EAGAIN, framed(head, {body, "x"}));
-	EXPECT_EQ(3u, fi_cntr_read(sent));
+	ASSERT_EQ(0, framed(head, {body, "x"}));
+	EXPECT_EQ(head + body + "x", receive());
+	std::string big(10000, 'z');
+	for (size_t i = 0; i < big.size(); i++)
+		big[i] = static_cast<char>('a' + i % 23);
+	ASSERT_EQ(0, framed(head, {"0123", big}));
+	EXPECT_EQ(head + "0123" + big, receive());
+	EXPECT_EQ(5u, fi_cntr_read(sent));
+	// Longer than the ring: never at once.
+	std::string huge(shm::kSlots * shm::kSlotPayload, 'x');
+	EXPECT_EQ(-FI_EAGAIN, framed("h", {huge}));
+	EXPECT_EQ(5u, fi_cntr_read(sent));
 }
 
 TEST_F(ShmSendOps, FullRingIsEagainAndOrderHoldsWithThePlainPath)
@@ -97,6 +107,7 @@ TEST_F(ShmSendOps, FullRingIsEagainAndOrderHoldsWithThePlainPath)
 		n++;
 	EXPECT_EQ(-FI_EAGAIN, ret);
 	EXPECT_EQ(shm::kSlots, n);
+	EXPECT_EQ(uint64_t(n), fi_cntr_read(sent));
 	// The plain path queues behind the ring; a framed send still may not pass it.
 	ASSERT_EQ(0, fi_send(p.client, "queued", 6, nullptr, 0, nullptr));
 	EXPECT_EQ(-FI_EAGAIN, framed("m", {"late"}));
@@ -109,6 +120,22 @@ TEST_F(ShmSendOps, FullRingIsEagainAndOrderHoldsWithThePlainPath)
 	EXPECT_TRUE(p.cq_stays_empty(p.client_cq, 20));
 	ASSERT_EQ(0, framed("m", {"after"}));
 	EXPECT_EQ("mafter", receive());
+}
+
+TEST_F(ShmSendOps, AMessageOverSeveralSlotsWaitsForAllOfThem)
+{
+	std::string two(shm::kSlotPayload + 1, 't');
+	// One slot left: a two-slot message does not go (nothing of it), a one-slot one does.
+	for (uint32_t i = 0; i + 1 < shm::kSlots; i++)
+		ASSERT_EQ(0, framed("m", {std::to_string(i)}));
+	EXPECT_EQ(-FI_EAGAIN, framed("", {two}));
+	ASSERT_EQ(0, framed("m", {"last"}));
+	for (uint32_t i = 0; i + 1 < shm::kSlots; i++)
+		ASSERT_EQ("m" + std::to_string(i), receive());
+	EXPECT_EQ("mlast", receive());
+	ASSERT_EQ(0, framed("", {two}));
+	EXPECT_EQ(two, receive());
+	EXPECT_EQ(uint64_t(shm::kSlots) + 1, fi_cntr_read(sent));
 }
 
 TEST_F(ShmSendOps, BadArgumentsAndUnconnectedEndpoints)

@@ -186,7 +186,8 @@ ssize_t ShmEndpoint::inject_framed_slots(const void *hdr, size_t hdr_len, const 
 		return -FI_EAGAIN;
 	iovec all[kIovLimit + 1];
 	all[0] = {const_cast<void *>(hdr), hdr_len};
-	memcpy(all + 1, payload, count * sizeof(iovec));
+	if (count) // (payload may be NULL for none)
+		memcpy(all + 1, payload, count * sizeof(iovec));
 	util::LockGuard guard(domain().lock());
 	if (!enabled())
 		return -FI_EAGAIN;

@@ -141,7 +141,8 @@ TxOp *RxmEndpoint::alloc_op(RxmConn *for_peer)
 
 void RxmEndpoint::free_op(TxOp *op)
 {
-	close_own_mrs(op->own_mr, op->own_shm_mr, &op->own_mr_count);
+	if (op->own_mr_count) // (a send rarely registers: no call per message for none)
+		close_own_mrs(op->own_mr, op->own_shm_mr, &op->own_mr_count);
 	if (op->prepared) {
 		free_tx_buffer(op->prepared);
 		op->prepared = nullptr;
@@ -302,7 +303,10 @@ ssize_t RxmEndpoint::send_queued(RxmConn *conn, const struct iovec *iov, void **
 			op->iov_count = count;
 			buf->len = kWireHeaderSize;
 		} else {
-			gather(iov, count, 0, buf->data + kWireHeaderSize, total);
+			if (count == 1 && total) // (a NULL base is allowed for 0 bytes)
+				memcpy(buf->data + kWireHeaderSize, iov[0].iov_base, total);
+			else
+				gather(iov, count, 0, buf->data + kWireHeaderSize, total);
 			buf->len = kWireHeaderSize + total;
 		}
 		buf->op = op;

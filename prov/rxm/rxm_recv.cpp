@@ -27,6 +27,17 @@ uint64_t recv_cq_flags(const RecvOp *op)
 	return flags;
 }
 
+// What a posted receive keeps of its call: the caller's context and flags, and what the
+// matcher compares (recv_common and post_one fill in the buffers their own way).
+void set_receive(RecvOp *op, void *context, uint64_t flags, bool tagged, const MatchSpec &spec)
+{
+	op->context = context;
+	op->op_flags = flags;
+	op->tagged = tagged;
+	op->match.context = context;
+	op->match.spec = spec;
+}
+
 } // namespace
 
 // alloc_recv and free_recv are inline here (their only file): every receive pays them.
@@ -228,11 +239,7 @@ ssize_t RxmEndpoint::recv_common(const struct iovec *iov, void **desc, size_t co
 		op->capacity += iov[i].iov_len;
 	}
 	op->iov_count = count;
-	op->context = context;
-	op->op_flags = flags;
-	op->tagged = tagged;
-	op->match.context = context;
-	op->match.spec = {src, tagged ? tag : 0, tagged ? ignore : ~0ULL};
+	set_receive(op, context, flags, tagged, {src, tagged ? tag : 0, tagged ? ignore : ~0ULL});
 	if (multi) {
 		op->multi = true;
 		op->multi_buf = MultiRecvBuffer(static_cast<uint8_t *>(iov[0].iov_base),
@@ -904,11 +911,7 @@ ssize_t RxmEndpoint::post_one(void *buf, size_t len, void *desc, fi_addr_t src, 
 	op->desc[0] = desc;
 	op->iov_count = 1;
 	op->capacity = len;
-	op->context = context;
-	op->op_flags = flags;
-	op->tagged = tagged;
-	op->match.context = context;
-	op->match.spec = {src, tagged ? tag : 0, tagged ? ignore : ~0ULL};
+	set_receive(op, context, flags, tagged, {src, tagged ? tag : 0, tagged ? ignore : ~0ULL});
 	MatchKind kind = kind_of(tagged);
 	// A message that arrived first is taken (the oldest the receive accepts).
 	if (UnexpectedMsg *m = matcher_.find_unexpected(kind, op->match.spec)) {

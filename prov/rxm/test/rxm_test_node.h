@@ -29,6 +29,7 @@ struct NodeOptions {
 	fi_wait_obj wait_obj = FI_WAIT_NONE;
 	size_t eq_size = 0;   // 0: no EQ
 	bool bind_eq = false; // bind the EQ to the endpoint (else it is only opened)
+	uint64_t cq_bind_flags = 0; // added to FI_TRANSMIT | FI_RECV, e.g. FI_SELECTIVE_COMPLETION
 };
 
 class RdmNode {
@@ -52,7 +53,7 @@ public:
 		}
 		EXPECT_EQ(0, fi_endpoint(domain, info, &ep, nullptr));
 		EXPECT_EQ(0, fi_ep_bind(ep, &av->fid, 0));
-		EXPECT_EQ(0, fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
+		EXPECT_EQ(0, fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV | options.cq_bind_flags));
 		if (eq && options.bind_eq) {
 			EXPECT_EQ(0, fi_ep_bind(ep, &eq->fid, 0));
 		}

@@ -1,3 +1,4 @@
 #!/bin/sh
-# The peer-failure cases but NeverAccepts (never_accepts.sh runs it with a short timeout).
-exec "$top_builddir/test/faults/peer_failure_test" --gtest_filter='-*NeverAccepts*'
+# The peer-failure cases but NeverAccepts and StoppedSender (never_accepts.sh and
+# stopped_sender.sh run them with short timeouts).
+exec "$top_builddir/test/faults/peer_failure_test" --gtest_filter='-*NeverAccepts*:*StoppedSender*'

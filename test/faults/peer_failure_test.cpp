@@ -7,7 +7,10 @@
 // The same binary is the peer: `peer_failure_test --peer PORT MODE` where MODE is "idle"
 // (progresses but posts no receive buffers), "verify" (receives, checks the data pattern and
 // prints "ok <len>" per message) or "switch" (verifies until a 1-byte message, then idles).
-// Ports come from this helper's range 25000-25999.
+// Ports come from this helper's range 25000-25999. Mode "sendstop" (with the survivor's port
+// as a fourth argument) verifies like "switch" until the 1-byte message, then sends one
+// kStoppedSenderSize rendezvous message to the survivor, prints "sent" and stops itself
+// (SIGSTOP): a sender that never serves the reads of its rendezvous (stopped_sender.sh).
 //
 // The *OverShm variants run the same kills after rxm moved the peer to shared memory
 // (FI_OFI_RXM_USE_SHM=1, a proved same-host peer): the survivor first exchanges messages
@@ -70,7 +73,41 @@ fi_info *rdm_info_at(const char *service)
 
 // ---- the peer process ----
 
-int run_peer(const char *port, const std::string &mode)
+constexpr size_t kStoppedSenderSize = 3 << 20;
+
+// The "sendstop" peer's last act: one rendezvous message to the survivor, then SIGSTOP.
+void send_then_stop(harness::Side &side, const char *survivor_port)
+{
+	sockaddr_in sin{};
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons(static_cast<uint16_t>(atoi(survivor_port)));
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fi_addr_t survivor = FI_ADDR_NOTAVAIL;
+	if (fi_av_insert(side.av, &sin, 1, &survivor, 0, nullptr) != 1)
+		_exit(4);
+	std::vector<uint8_t> out(kStoppedSenderSize);
+	for (size_t i = 0; i < out.size(); i++)
+		out[i] = pattern_byte(i, out.size());
+	int ctx;
+	ssize_t ret;
+	fi_cq_data_entry e;
+	while ((ret = fi_send(side.ep, out.data(), out.size(), nullptr, survivor, &ctx)) ==
+	       -FI_EAGAIN)
+		fi_cq_read(side.cq, &e, 1);
+	if (ret)
+		_exit(5);
+	// A few passes push out a request that was queued; the survivor does not progress
+	// until it saw "sent", so no read of it can be served before the stop.
+	for (int i = 0; i < 10; i++)
+		fi_cq_read(side.cq, &e, 1);
+	printf("sent\n");
+	fflush(stdout);
+	raise(SIGSTOP);
+	for (;;)
+		pause(); // until killed
+}
+
+int run_peer(const char *port, const std::string &mode, const char *survivor_port)
 {
 	fi_info *info = rdm_info_at(port);
 	if (!info)
@@ -84,7 +121,7 @@ int run_peer(const char *port, const std::string &mode)
 	std::vector<uint8_t> buf(kBuf);
 	int ctx;
 	bool posted = false;
-	bool receiving = mode == "verify" || mode == "switch";
+	bool receiving = mode == "verify" || mode == "switch" || mode == "sendstop";
 	for (;;) {  // until killed
 		if (receiving && !posted) {
 			if (fi_recv(side.ep, buf.data(), kBuf, nullptr, FI_ADDR_UNSPEC, &ctx) == 0)
@@ -101,6 +138,8 @@ int run_peer(const char *port, const std::string &mode)
 			posted = false;
 			if (mode == "switch" && e.len == 1)
 				receiving = false;  // from now on messages find no receive
+			if (mode == "sendstop" && e.len == 1 && survivor_port)
+				send_then_stop(side, survivor_port);
 		} else if (n == -FI_EAVAIL) {
 			fi_cq_err_entry err{};
 			fi_cq_readerr(side.cq, &err, 0);
@@ -173,8 +212,10 @@ struct Peer {
 	pid_t pid = -1;
 	FILE *out = nullptr;
 
-	// use_shm: FI_OFI_RXM_USE_SHM for the peer (nullptr: inherited).
-	bool start(int port, const char *mode, const char *use_shm = nullptr)
+	// use_shm: FI_OFI_RXM_USE_SHM for the peer (nullptr: inherited); extra: a fourth
+	// argument (the survivor's port for "sendstop").
+	bool start(int port, const char *mode, const char *use_shm = nullptr,
+		   const char *extra = nullptr)
 	{
 		int fds[2];
 		if (pipe(fds))
@@ -186,7 +227,7 @@ struct Peer {
 			dup2(fds[1], 1);
 			close(fds[0]);
 			std::string exe = self_exe(), p = std::to_string(port);
-			execl(exe.c_str(), exe.c_str(), "--peer", p.c_str(), mode, (char *)nullptr);
+			execl(exe.c_str(), exe.c_str(), "--peer", p.c_str(), mode, extra, (char *)nullptr);
 			_exit(127);
 		}
 		close(fds[1]);
@@ -512,6 +553,59 @@ TEST_F(PeerFailure, KilledDuringEagerTrafficOverShm) { kill_during_over_shm(1000
 TEST_F(PeerFailure, KilledDuringSegmentedTransfersOverShm) { kill_during_over_shm(200000, 25107); }
 TEST_F(PeerFailure, KilledMidRendezvousOverShm) { kill_during_over_shm(3 << 20, 25108); }
 
+// A same-host sender that stops (SIGSTOP) right after its rendezvous request went out over
+// shm. With FI_OFI_RXM_USE_CMA=0 the receiver's reads go over shm's RMA, which the sender
+// would have to serve: the receive must complete with FI_ETIMEDOUT within
+// FI_OFI_RXM_RNDV_READ_TIMEOUT (stopped_sender.sh sets 2 s) and the other peer keep working.
+// With the same-host pull on (the default), the receiver reads the stopped sender's pages
+// itself: the message must arrive whole. stopped_sender.sh runs both.
+TEST_F(PeerFailure, StoppedSenderMidRendezvousOverShm)
+{
+	const char *shm = getenv("FI_OFI_RXM_USE_SHM");
+	if (shm && strcmp(shm, "0") == 0)
+		GTEST_SKIP() << "FI_OFI_RXM_USE_SHM is off in this process";
+	const char *cma = getenv("FI_OFI_RXM_USE_CMA");
+	bool pull = !(cma && strcmp(cma, "0") == 0);
+	sockaddr_in self{};
+	size_t len = sizeof(self);
+	ASSERT_EQ(0, fi_getname(&pair->a.ep->fid, &self, &len));
+	std::string self_port = std::to_string(ntohs(self.sin_port));
+	const int port = 25109;
+	Peer peer;
+	ASSERT_TRUE(peer.start(port, "sendstop", "1", self_port.c_str()));
+	fi_addr_t addr = insert_peer(pair->a, port);
+	std::vector<uint8_t> in(kStoppedSenderSize, 0x5a);
+	int rctx;
+	ASSERT_EQ(0, fi_recv(pair->a.ep, in.data(), in.size(), nullptr, FI_ADDR_UNSPEC, &rctx));
+	ASSERT_TRUE(move_to_shm(peer, addr));
+	// No progress here until the peer has stopped: none of its reads can be served.
+	char line[64] = {};
+	ASSERT_TRUE(fgets(line, sizeof(line), peer.out));
+	ASSERT_STREQ("sent\n", line);
+	int status = 0;
+	ASSERT_EQ(peer.pid, waitpid(peer.pid, &status, WUNTRACED));
+	ASSERT_TRUE(WIFSTOPPED(status));
+	auto t0 = Clock::now();
+	bool found = false;
+	harness::Completion c = harness::wait_for(pair->a, pair->b, &rctx, found, 15);
+	double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+	printf("stopped sender, pull %s: completed %d, error %d (%s), %.1f s\n", pull ? "on" : "off",
+	       found, c.error, fi_strerror(c.err), secs);
+	ASSERT_TRUE(found) << "the receive of a stopped sender's rendezvous never completed";
+	if (pull) {
+		EXPECT_FALSE(c.error);
+		bool good = true;
+		for (size_t i = 0; i < in.size(); i++)
+			good = good && in[i] == pattern_byte(i, in.size());
+		EXPECT_TRUE(good) << "the pulled message differs from what the sender sent";
+	} else {
+		EXPECT_TRUE(c.error);
+		EXPECT_EQ(FI_ETIMEDOUT, c.err);
+	}
+	peer.kill_hard();
+	expect_other_peer_works();
+}
+
 TEST_F(PeerFailure, NothingBehindThePort)
 {
 	fi_addr_t addr = insert_peer(pair->a, 25104);
@@ -555,8 +649,8 @@ TEST_F(PeerFailure, ListenerThatNeverAccepts)
 
 int main(int argc, char **argv)
 {
-	if (argc == 4 && strcmp(argv[1], "--peer") == 0)
-		return run_peer(argv[2], argv[3]);
+	if ((argc == 4 || argc == 5) && strcmp(argv[1], "--peer") == 0)
+		return run_peer(argv[2], argv[3], argc == 5 ? argv[4] : nullptr);
 	::testing::InitGoogleTest(&argc, argv);
 	return RUN_ALL_TESTS();
 }

@@ -447,9 +447,9 @@ private:
 	// Over our shm as the core (shm;ofi_rxm): its kernel-given peer pids (rxm_rndv_cma.cpp).
 	struct ofi_shm_peer_ops *core_peer_ops_ = nullptr;
 	bool open_core_peer_ops();
-	// Over our shm as the core: its framed one-slot sends (prov/shm/shm_send_ops.h), or
+	// Over our shm or tcp as the core: its framed sends (prov/util/framed_send_ops.h), or
 	// null; the shm side's are in ShmPath (rxm_send.cpp).
-	const struct ofi_shm_send_ops *core_send_ops_ = nullptr;
+	const struct ofi_framed_send_ops *core_send_ops_ = nullptr;
 	void open_core_send_ops();
 	int prove_core_peer(RxmConn *conn, uint32_t pid);
 	uint8_t cma_token_[16] = {}; // its address and value prove to peers who we are

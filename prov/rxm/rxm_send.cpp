@@ -114,11 +114,11 @@ inline bool RxmEndpoint::send_for_coalescing(bool report, const RxmConn *conn)
 
 void RxmEndpoint::open_core_send_ops()
 {
-	// Only our shm answers this name; any other core sends by fi_inject.
+	// Our shm and tcp answer this name; any other core sends by fi_inject.
 	void *ops = nullptr;
-	core_send_ops_ = fi_open_ops(&domain_->core()->fid, OFI_SHM_SEND_OPS_NAME, 0, &ops,
+	core_send_ops_ = fi_open_ops(&domain_->core()->fid, OFI_FRAMED_SEND_OPS_NAME, 0, &ops,
 				     nullptr) == 0
-				 ? static_cast<const ofi_shm_send_ops *>(ops)
+				 ? static_cast<const ofi_framed_send_ops *>(ops)
 				 : nullptr;
 }
 
@@ -396,7 +396,7 @@ RxmEndpoint::send_eager_at_once(RxmConn *conn, const struct iovec *iov, size_t c
 				uint64_t flags, bool tagged)
 {
 	constexpr size_t kMaxPayload = 1024; // bounds the stack copy
-	const ofi_shm_send_ops *framed = conn->tx_on_shm ? shm_->send_ops : core_send_ops_;
+	const ofi_framed_send_ops *framed = conn->tx_on_shm ? shm_->send_ops : core_send_ops_;
 	if ((total > kMaxPayload && !framed) || conn->state != ConnState::connected ||
 	    !conn->backlog.empty() || (flags & (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)))
 		return false;

@@ -20,7 +20,7 @@
 
 struct ofi_shm_peer_ops;
 struct ofi_rx_inplace_ops;
-struct ofi_shm_send_ops;
+struct ofi_framed_send_ops;
 
 namespace rxm {
 
@@ -50,7 +50,7 @@ struct ShmPath {
 	// Our shm's messages consumed in the ring (prov/util/rx_inplace_ops.h), or null.
 	struct ofi_rx_inplace_ops *inplace_ops = nullptr;
 	// Our shm's framed one-slot sends (prov/shm/shm_send_ops.h), or null: fi_inject.
-	const struct ofi_shm_send_ops *send_ops = nullptr;
+	const struct ofi_framed_send_ops *send_ops = nullptr;
 	CoreWaitFds cq_wait;
 	CoreWaitFds eq_wait;
 	bool wait_registered = false;

@@ -208,7 +208,7 @@ int RxmEndpoint::open_shm()
 		path->inplace_ops = nullptr;
 	void *send_ops = nullptr;
 	if (fi_open_ops(&path->domain->fid, OFI_SHM_SEND_OPS_NAME, 0, &send_ops, nullptr) == 0)
-		path->send_ops = static_cast<const ofi_shm_send_ops *>(send_ops);
+		path->send_ops = static_cast<const ofi_framed_send_ops *>(send_ops);
 	shm_ = std::move(path);
 	RXM_INFO(FI_LOG_EP_CTRL, "shm side open, listening on %.*s\n",
 		 static_cast<int>(sizeof(shm_->name)), shm_->name);

@@ -56,8 +56,8 @@ ssize_t inject_framed(struct fid_ep *ep, const void *hdr, size_t hdr_len,
 	return e->inject_framed(hdr, hdr_len, payload, count, payload_len);
 }
 
-struct ofi_shm_send_ops send_ops = {
-	sizeof(struct ofi_shm_send_ops),
+struct ofi_framed_send_ops send_ops = {
+	sizeof(struct ofi_framed_send_ops),
 	inject_framed,
 };
 
@@ -75,7 +75,8 @@ int ShmDomain::ops_open(const char *name, uint64_t flags, void **ops, void *)
 		*ops = &peer_ops;
 	else if (std::strcmp(name, OFI_RX_INPLACE_OPS_NAME) == 0)
 		*ops = &inplace_ops;
-	else if (std::strcmp(name, OFI_SHM_SEND_OPS_NAME) == 0)
+	else if (std::strcmp(name, OFI_SHM_SEND_OPS_NAME) == 0 ||
+		 std::strcmp(name, OFI_FRAMED_SEND_OPS_NAME) == 0)
 		*ops = &send_ops;
 	else
 		return -FI_ENOSYS;

@@ -21,18 +21,10 @@
 #ifndef OFI_PROV_SHM_SEND_OPS_H
 #define OFI_PROV_SHM_SEND_OPS_H
 
-#include <stddef.h>
-#include <sys/types.h>
-#include <sys/uio.h>
+#include "prov/util/framed_send_ops.h"
 
-#include <rdma/fi_endpoint.h>
-
+/* The shm domain answers this name and the provider-neutral OFI_FRAMED_SEND_OPS_NAME
+ * (prov/util/framed_send_ops.h) with the same table, a struct ofi_framed_send_ops. */
 #define OFI_SHM_SEND_OPS_NAME "ofi_shm_send_v1"
-
-struct ofi_shm_send_ops {
-	size_t size;
-	ssize_t (*inject_framed)(struct fid_ep *ep, const void *hdr, size_t hdr_len,
-				 const struct iovec *payload, size_t count, size_t payload_len);
-};
 
 #endif

@@ -206,6 +206,13 @@ public:
 	bool shared_rx() const { return rxq_ != &own_rx_; }
 	int post_msg(const PostArgs &args);
 	bool inject_at_once(const PostArgs &args, size_t total);
+	// prov/util/framed_send_ops.h: hdr then the payload pieces as one message, in one
+	// sendmsg now, completing as an inject. 0 when every byte left the caller's buffers
+	// (sent, or the part the socket did not take copied for the next progress_tx);
+	// -FI_EAGAIN with nothing changed when it does not apply (not streaming, something
+	// queued, the socket full, a frame over kFramedMax).
+	int send_framed(const void *hdr, size_t hdr_len, const iovec *payload, size_t count,
+			size_t payload_len);
 	int post_write(const PostArgs &args, const fi_rma_iov &target);
 	int post_read(const PostArgs &args, const fi_rma_iov &target);
 	size_t tx_free() const { return tx_pool_.available(); }
@@ -321,6 +328,16 @@ private:
 	// against the gather limits.
 	size_t deferred_iov_ = 0;
 	size_t deferred_bytes_ = 0;
+
+	// send_framed: the largest frame (our header, the caller's, its payload) it takes; a
+	// payload up to kFramedCopy is copied behind the headers (one buffer for the kernel),
+	// a larger one goes from the caller's pieces. The unsent rest of a frame the socket
+	// took only in part waits in spill_ (allocated when the stream starts; one at most: a
+	// framed send needs an empty queue, and the rest is the queue's head until sent).
+	static constexpr size_t kFramedMax = kWireHeaderSize + 128 + 4096;
+	static constexpr size_t kFramedHeaderMax = 128;
+	static constexpr size_t kFramedCopy = 1024;
+	std::unique_ptr<uint8_t[]> spill_;
 
 	RxQueue own_rx_;
 	RxQueue *rxq_ = &own_rx_;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 namespace tcp {
 
@@ -81,6 +82,8 @@ Connection::~Connection()
 void Connection::attach(int fd)
 {
 	fd_ = fd;
+	// Without it framed sends are refused (-FI_EAGAIN): the caller's plain path sends.
+	spill_.reset(new (std::nothrow) uint8_t[kFramedMax]);
 	progress_tx();
 }
 
@@ -238,6 +241,78 @@ bool Connection::inject_at_once(const PostArgs &args, size_t total)
 		progress_tx();
 	}
 	return true;
+}
+
+int Connection::send_framed(const void *hdr, size_t hdr_len, const iovec *payload,
+			     size_t count, size_t payload_len)
+{
+	size_t total = kWireHeaderSize + hdr_len + payload_len;
+	if (tx_head_ || !active() || !spill_ || hdr_len > kFramedHeaderMax ||
+	    payload_len > kFramedMax || total > kFramedMax || count > kIovLimit ||
+	    tx_pool_.available() == 0)
+		return -FI_EAGAIN;
+	uint8_t frame[kWireHeaderSize + kFramedHeaderMax + kFramedCopy];
+	WireHeader h;
+	h.op = WireOp::msg;
+	h.size = hdr_len + payload_len;
+	h.id = 0; // nothing answers a message sent without kWireFlagWantAck
+	encode_header(h, frame);
+	memcpy(frame + kWireHeaderSize, hdr, hdr_len);
+	size_t at = kWireHeaderSize + hdr_len;
+	iovec iov[1 + kIovLimit];
+	size_t iov_count = 1;
+	if (payload_len <= kFramedCopy) {
+		for (size_t i = 0; i < count; i++) {
+			if (payload[i].iov_len)
+				memcpy(frame + at, payload[i].iov_base, payload[i].iov_len);
+			at += payload[i].iov_len;
+		}
+	} else {
+		for (size_t i = 0; i < count; i++)
+			if (payload[i].iov_len)
+				iov[iov_count++] = payload[i];
+	}
+	iov[0] = {frame, at};
+	msghdr m{};
+	m.msg_iov = iov;
+	m.msg_iovlen = iov_count;
+	ssize_t n;
+	do
+		n = sendmsg(fd_, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (static_cast<size_t>(n) == total) {
+		owner_.tx_counted(FI_SEND | FI_MSG);
+		return 0;
+	}
+	// Nothing sent (a full socket; a failed one is found again by the plain path).
+	if (n <= 0)
+		return -FI_EAGAIN;
+	// The peer has the first n bytes: the rest is ours to send, from spill_.
+	size_t sent = static_cast<size_t>(n), rest = total - sent, out = 0;
+	for (size_t i = 0; i < iov_count; i++) {
+		size_t len = iov[i].iov_len;
+		if (sent >= len) {
+			sent -= len;
+			continue;
+		}
+		memcpy(spill_.get() + out, static_cast<const uint8_t *>(iov[i].iov_base) + sent,
+		       len - sent);
+		out += len - sent;
+		sent = 0;
+	}
+	PostArgs args;
+	args.silent = true;
+	TxEntry *e = new_request(TxKind::msg, args, hdr_len + payload_len); // one is free
+	if (!e) { // (a slot that could not be made resident) part of a frame: the stream ends
+		lost(FI_ENOMEM);
+		return 0;
+	}
+	e->cq_flags = FI_SEND | FI_MSG;
+	e->out.append(spill_.get(), rest);
+	e->started = true;
+	enqueue(e);
+	tx_blocked_ = true;
+	return 0;
 }
 
 int Connection::post_msg(const PostArgs &args)

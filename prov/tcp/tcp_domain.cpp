@@ -6,6 +6,7 @@
 #include "prov/tcp/tcp_provider.h"
 #include "prov/tcp/tcp_srx.h"
 #include "prov/util/error.h"
+#include "prov/util/framed_send_ops.h"
 #include "prov/util/quiet_ops.h"
 #include "prov/util/rx_hold_ops.h"
 #include "prov/util/rx_inplace_ops.h"
@@ -66,6 +67,17 @@ struct ofi_rx_inplace_ops rx_inplace_ops = {
 	},
 };
 
+// (fid_cast_exact: no RTTI walk on the data path)
+struct ofi_framed_send_ops framed_send_ops = {
+	sizeof(struct ofi_framed_send_ops),
+	[](struct fid_ep *ep, const void *hdr, size_t hdr_len, const struct iovec *payload,
+	   size_t count, size_t payload_len) noexcept -> ssize_t {
+		auto *e = util::fid_cast_exact<TcpEndpoint>(ep ? &ep->fid : nullptr);
+		return e ? e->inject_framed(hdr, hdr_len, payload, count, payload_len)
+			 : -FI_EINVAL;
+	},
+};
+
 } // namespace
 
 TcpDomain::TcpDomain(TcpFabric &fabric, const struct fi_info *info, void *context)
@@ -121,6 +133,8 @@ int TcpDomain::ops_open(const char *name, uint64_t flags, void **ops, void *)
 		*ops = &rx_place_ops;
 	else if (std::strcmp(name, OFI_RX_INPLACE_OPS_NAME) == 0)
 		*ops = &rx_inplace_ops;
+	else if (std::strcmp(name, OFI_FRAMED_SEND_OPS_NAME) == 0)
+		*ops = &framed_send_ops;
 	else
 		return -FI_ENOSYS;
 	return 0;

@@ -65,6 +65,9 @@ public:
 	ssize_t senddata(const void *buf, size_t len, void *desc, uint64_t data,
 			 fi_addr_t dest_addr, void *context);
 	ssize_t injectdata(const void *buf, size_t len, uint64_t data, fi_addr_t dest_addr);
+	// prov/util/framed_send_ops.h: hdr then the payload pieces as one message, at once.
+	ssize_t inject_framed(const void *hdr, size_t hdr_len, const struct iovec *payload,
+			      size_t count, size_t payload_len);
 
 	// ---- fi_ops_rma (tcp_endpoint_rma.cpp) ----
 	ssize_t read(void *buf, size_t len, void *desc, fi_addr_t src_addr, uint64_t addr,

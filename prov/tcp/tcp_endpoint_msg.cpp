@@ -132,6 +132,21 @@ ssize_t TcpEndpoint::injectdata(const void *buf, size_t len, uint64_t data, fi_a
 	return post_send(args);
 }
 
+ssize_t TcpEndpoint::inject_framed(const void *hdr, size_t hdr_len, const struct iovec *payload,
+				   size_t count, size_t payload_len)
+{
+	if (!hdr || (count && !payload))
+		return -FI_EINVAL;
+	util::LockGuard guard(domain().lock());
+	if (!enabled() || state_ != State::connected)
+		return -FI_EAGAIN; // the plain path reports it
+	int ret = conn_.send_framed(hdr, hdr_len, payload, count, payload_len);
+	// The rest of a frame the socket took in part waits for EPOLLOUT.
+	if (ret == 0 && conn_.wants_write())
+		update_registration();
+	return ret;
+}
+
 ssize_t TcpEndpoint::recv(void *buf, size_t len, void *, fi_addr_t, void *context)
 {
 	iovec iov{buf, len};

@@ -1,8 +1,10 @@
-// The small send over our shm (shm;ofi_rxm): rxm writes its header and the payload straight
-// into shm's ring slot (prov/shm/shm_send_ops.h) when the message fits one slot and nothing
-// waits before it; anything else is queued as before. These tests fail when that path
-// loses a tag, remote CQ data or a completion (FI_INJECT, FI_SELECTIVE_COMPLETION), or
-// passes messages queued before it (a full ring, larger messages).
+// The eager send at once over our shm and tcp (prov/util/framed_send_ops.h): rxm hands its
+// header and the payload to the core in one call (shm writes them into its ring slots, tcp
+// sends them in one sendmsg, keeping the part a full socket did not take) when nothing
+// waits before the message; anything else is queued as before. Run over shm;ofi_rxm and
+// over tcp;ofi_rxm with every same-host shortcut off (the wire). These tests fail when that
+// path loses a tag, remote CQ data or a completion (FI_INJECT, FI_SELECTIVE_COMPLETION), or
+// passes messages queued before it (a full ring or socket, larger messages).
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -10,10 +12,15 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include "prov/rxm/rxm_provider.h"
+#define COUNT_SENDMSG_COUNTS_ONLY // (rxm_coalesce_test.cpp defines the counting sendmsg)
+#include "test/count_sendmsg.h"
+
 #include <gtest/gtest.h>
 
 #include "rxm_test_node.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -44,25 +51,37 @@ struct Side : rxm_test::RdmNode {
 	int errors = 0;
 };
 
-class RxmShmSend : public ::testing::Test {
+// The provider's parameters, read at its start; this test program links it statically.
+rxm::RxmParams &params() { return const_cast<rxm::RxmParams &>(rxm::params()); }
+
+class RxmShmSend : public ::testing::TestWithParam<const char *> {
 protected:
 	void SetUp() override
 	{
+		// Over tcp: the wire (FI_OFI_RXM_USE_SHM=0 FI_OFI_RXM_USE_CMA=0).
+		saved_ = params();
+		params().use_shm = false;
+		params().use_cma = false;
+		params().use_cma_set = true;
 		fi_info *hints = fi_allocinfo();
 		hints->ep_attr->type = FI_EP_RDM;
 		hints->caps = FI_TAGGED | FI_MSG;
-		hints->fabric_attr->prov_name = strdup("shm;ofi_rxm");
-		int ret = fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &info);
+		hints->fabric_attr->prov_name = strdup(GetParam());
+		bool tcp = strncmp(GetParam(), "tcp", 3) == 0;
+		int ret = fi_getinfo(FI_VERSION(1, 17), tcp ? "127.0.0.1" : nullptr, nullptr,
+				     tcp ? FI_SOURCE : 0, hints, &info);
 		fi_freeinfo(hints);
 		if (ret)
-			GTEST_SKIP() << "no shm;ofi_rxm: " << fi_strerror(-ret);
+			GTEST_SKIP() << "no " << GetParam() << ": " << fi_strerror(-ret);
 	}
 	void TearDown() override
 	{
 		a.reset();
 		b.reset();
 		fi_freeinfo(info);
+		params() = saved_;
 	}
+	rxm::RxmParams saved_;
 	void open(uint64_t a_tx_bind_flags = 0)
 	{
 		a = std::make_unique<Side>(info, a_tx_bind_flags);
@@ -88,7 +107,7 @@ protected:
 	fi_addr_t to_b = FI_ADDR_NOTAVAIL;
 };
 
-TEST_F(RxmShmSend, TagsRemoteDataAndCompletionsOfSmallSends)
+TEST_P(RxmShmSend, TagsRemoteDataAndCompletionsOfSmallSends)
 {
 	open();
 	uint64_t in[3] = {};
@@ -125,7 +144,7 @@ TEST_F(RxmShmSend, TagsRemoteDataAndCompletionsOfSmallSends)
 	EXPECT_EQ(uint64_t(FI_SEND | FI_TAGGED), a->done[0].flags);
 }
 
-TEST_F(RxmShmSend, SelectiveCompletionWritesOnlyWhatIsAskedFor)
+TEST_P(RxmShmSend, SelectiveCompletionWritesOnlyWhatIsAskedFor)
 {
 	open(FI_SELECTIVE_COMPLETION);
 	char in[4][8] = {};
@@ -158,7 +177,7 @@ TEST_F(RxmShmSend, SelectiveCompletionWritesOnlyWhatIsAskedFor)
 		EXPECT_STREQ("abcdefg", in[i]) << i;
 }
 
-TEST_F(RxmShmSend, SmallSendsKeepTheirPlaceBehindAFullRingAndLargerMessages)
+TEST_P(RxmShmSend, SmallSendsKeepTheirPlaceBehindAFullRingAndLargerMessages)
 {
 	open();
 	// The receiver progresses only when the sender runs out of room: its ring fills, later
@@ -191,5 +210,64 @@ TEST_F(RxmShmSend, SmallSendsKeepTheirPlaceBehindAFullRingAndLargerMessages)
 		ASSERT_EQ(0, memcmp(out[i].data(), in[i].data(), out[i].size())) << "message " << i;
 	}
 }
+
+// Over tcp, every sendmsg taking at most 100 bytes (a socket with little room): a message
+// sent at once goes in part and its rest waits in tcp (the caller's buffer is free at once),
+// the next one queues behind it; everything arrives intact, in order, with one completion
+// per send.
+TEST_P(RxmShmSend, SendsTheSocketTakesInPartKeepTheirOrder)
+{
+	if (strncmp(GetParam(), "tcp", 3) != 0)
+		GTEST_SKIP() << "tcp only";
+	open();
+	constexpr size_t kCount = 60, kMax = 5000;
+	std::vector<std::vector<uint8_t>> in(kCount, std::vector<uint8_t>(kMax));
+	std::vector<std::vector<uint8_t>> out(kCount);
+	for (size_t i = 0; i < kCount; i++) {
+		size_t len = i % 5 == 2 ? 4000 : i % 3 == 1 ? 700 : 8 + i;
+		out[i].resize(len);
+		for (size_t j = 0; j < len; j++)
+			out[i][j] = static_cast<uint8_t>(i * 17 + j);
+		ASSERT_EQ(0, fi_trecv(b->ep, in[i].data(), kMax, nullptr, FI_ADDR_UNSPEC, 3, 0,
+				      in[i].data()));
+	}
+	ASSERT_EQ(0, fi_tsend(a->ep, out[0].data(), out[0].size(), nullptr, to_b, 3,
+			      out[0].data())); // connects
+	ASSERT_TRUE(poll_until(1, 1));
+	test_count::sendmsg_cap = 100;
+	for (size_t i = 1; i < kCount; i++) {
+		ssize_t ret;
+		while ((ret = fi_tsend(a->ep, out[i].data(), out[i].size(), nullptr, to_b, 3,
+				       out[i].data())) == -FI_EAGAIN)
+			poll_until(a->done.size() + 1, 0, std::chrono::milliseconds(1));
+		ASSERT_EQ(0, ret) << i;
+		// Until it completes: with nothing queued the next one goes at once (in part),
+		// the one after it queues behind the rest.
+		ASSERT_TRUE(poll_until(i + 1, 0)) << i;
+	}
+	bool all = poll_until(kCount, kCount);
+	test_count::sendmsg_cap = 0;
+	ASSERT_TRUE(all) << a->done.size() << " " << b->done.size();
+	ASSERT_EQ(0, a->errors + b->errors);
+	ASSERT_EQ(kCount, b->done.size());
+	ASSERT_EQ(kCount, a->done.size());
+	// Send completions may come in any order (comp_order NONE): one per send.
+	std::vector<void *> sent;
+	for (const fi_cq_tagged_entry &e : a->done)
+		sent.push_back(e.op_context);
+	std::sort(sent.begin(), sent.end());
+	EXPECT_EQ(sent.end(), std::unique(sent.begin(), sent.end()));
+	for (size_t i = 0; i < kCount; i++) {
+		EXPECT_TRUE(std::binary_search(sent.begin(), sent.end(), out[i].data())) << i;
+		ASSERT_EQ(in[i].data(), b->done[i].op_context) << i;
+		ASSERT_EQ(out[i].size(), b->done[i].len) << i;
+		ASSERT_EQ(0, memcmp(out[i].data(), in[i].data(), out[i].size())) << "message " << i;
+	}
+}
+
+INSTANTIATE_TEST_SUITE_P(Core, RxmShmSend, ::testing::Values("shm;ofi_rxm", "tcp;ofi_rxm"),
+			 [](const ::testing::TestParamInfo<const char *> &p) {
+				 return std::string(p.param).substr(0, 3);
+			 });
 
 } // namespace

@@ -33,8 +33,8 @@ protected:
 		ASSERT_TRUE(p.connect());
 		void *o = nullptr;
 		ASSERT_EQ(0, fi_open_ops(&p.domain->fid, OFI_SHM_SEND_OPS_NAME, 0, &o, nullptr));
-		ops = static_cast<const ofi_shm_send_ops *>(o);
-		ASSERT_GE(ops->size, sizeof(ofi_shm_send_ops));
+		ops = static_cast<const ofi_framed_send_ops *>(o);
+		ASSERT_GE(ops->size, sizeof(ofi_framed_send_ops));
 	}
 	void TearDown() override
 	{
@@ -68,7 +68,7 @@ protected:
 	}
 	ShmPair p;
 	fid_cntr *sent = nullptr;
-	const ofi_shm_send_ops *ops = nullptr;
+	const ofi_framed_send_ops *ops = nullptr;
 };
 
 TEST_F(ShmSendOps, HeaderAndPiecesArriveAsOneMessageWithoutACompletion)

@@ -38,10 +38,11 @@ public:
 	}
 	bool region_alive(uint64_t, uint64_t) override { return false; }
 	void connection_lost(int) override { ++lost; }
+	void tx_counted(uint64_t) override { ++counted; } // an inject's (no completion)
 
 	std::vector<void *> sent, received;
 	std::vector<size_t> lengths;
-	int errors = 0, lost = 0;
+	int errors = 0, lost = 0, counted = 0;
 };
 
 struct SinkPair {

@@ -303,6 +303,7 @@ private:
 	// Reads into the current target; returns false when the socket has no more data.
 	bool read_payload();
 	bool read_header();
+	bool decode_read_header(const uint8_t *bytes); // false: the stream was dropped
 	// Bytes read from the socket into the stage and not consumed yet.
 	size_t staged() const { return stage_len_ - stage_pos_; }
 	// Reads what the socket has (up to kStageSize) into the empty stage; false when it

@@ -327,6 +327,17 @@ bool Connection::fill_stage()
 
 bool Connection::read_header()
 {
+	if (header_got_ == 0) {
+		if (!staged() && !fill_stage())
+			return false;
+		if (staged() >= kWireHeaderSize) {
+			// Nearly always: the whole header came in the stage; decode it where it
+			// lies, no copy into header_buf_ first.
+			const uint8_t *bytes = stage_ + stage_pos_;
+			stage_pos_ += kWireHeaderSize;
+			return decode_read_header(bytes);
+		}
+	}
 	while (header_got_ < kWireHeaderSize) {
 		if (!staged() && !fill_stage())
 			return false;
@@ -335,7 +346,12 @@ bool Connection::read_header()
 		stage_pos_ += n;
 		header_got_ += n;
 	}
-	if (decode_header(header_buf_, UINT64_MAX, &header_) != 0) {
+	return decode_read_header(header_buf_);
+}
+
+bool Connection::decode_read_header(const uint8_t *bytes)
+{
+	if (decode_header(bytes, UINT64_MAX, &header_) != 0) {
 		protocol_error("malformed header");
 		return false;
 	}

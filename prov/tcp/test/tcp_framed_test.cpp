@@ -13,6 +13,7 @@
 #include <rdma/fi_errno.h>
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -205,4 +206,64 @@ TEST(TcpFramed, ThroughTheDomainOpsExtension)
 	EXPECT_EQ(hdr + text, std::string(in.data(), entry.len));
 	// An inject: the sender's CQ gets nothing.
 	EXPECT_TRUE(p.cq_stays_empty(p.client_cq, 50));
+}
+
+// The read side's header: decoded where it lies in the read stage when it came whole, put
+// together from pieces when it did not; a malformed one drops the stream either way.
+TEST(TcpHeaderRead, AHeaderArrivingInPiecesIsPutTogether)
+{
+	tcp_test::SinkPair p(0, false);
+	p.b->attach(p.fds[1]);
+	Received got;
+	got.post(*p.b, 2, 64);
+	std::string text = "split header";
+	uint8_t frame[kWireHeaderSize + 64];
+	WireHeader h;
+	h.op = WireOp::msg;
+	h.size = text.size();
+	encode_header(h, frame);
+	memcpy(frame + kWireHeaderSize, text.data(), text.size());
+	size_t len = kWireHeaderSize + text.size();
+	for (size_t i = 0; i < len; i++) { // one byte per read
+		ASSERT_EQ(1, write(p.fds[0], frame + i, 1));
+		p.b->progress_rx();
+	}
+	// Then one whole, in one read.
+	ASSERT_EQ(static_cast<ssize_t>(len), write(p.fds[0], frame, len));
+	p.b->progress_rx();
+	ASSERT_EQ(2u, p.ob.received.size());
+	EXPECT_EQ(text, got.message(p.ob, 0));
+	EXPECT_EQ(text, got.message(p.ob, 1));
+	EXPECT_EQ(0, p.ob.errors + p.ob.lost);
+}
+
+TEST(TcpHeaderRead, AMalformedHeaderDropsTheStreamWholeOrInPieces)
+{
+	for (bool pieces : {false, true}) {
+		tcp_test::SinkPair p(0, false);
+		p.b->attach(p.fds[1]);
+		Received got;
+		got.post(*p.b, 1, 64);
+		uint8_t frame[kWireHeaderSize + 8] = {};
+		WireHeader h;
+		h.op = WireOp::msg;
+		h.size = 8;
+		encode_header(h, frame);
+		frame[0] = 77; // unknown version
+		if (pieces) {
+			ASSERT_EQ(10, write(p.fds[0], frame, 10));
+			p.b->progress_rx();
+			EXPECT_EQ(0, p.ob.lost);
+			ASSERT_EQ(static_cast<ssize_t>(sizeof(frame) - 10),
+				  write(p.fds[0], frame + 10, sizeof(frame) - 10));
+		} else {
+			ASSERT_EQ(static_cast<ssize_t>(sizeof(frame)),
+				  write(p.fds[0], frame, sizeof(frame)));
+		}
+		p.b->progress_rx();
+		EXPECT_EQ(1, p.ob.lost) << pieces;
+		EXPECT_TRUE(p.ob.received.empty() ||
+			    p.ob.errors == static_cast<int>(p.ob.received.size()))
+			<< pieces; // only the posted receive, cancelled
+	}
 }

@@ -233,6 +233,8 @@ public:
 	bool wants_write() const { return fd_ >= 0 && !failed_ && tx_head_ && tx_blocked_; }
 	// Sends posted with PostArgs::defer wait for progress_tx().
 	bool holds_sends() const { return deferred_iov_ > 0 && tx_head_; }
+	// Anything waits in the send queue (progress_tx has work).
+	bool tx_queued() const { return tx_head_ != nullptr; }
 	// True while the socket is not read: a decoded message waits for a posted receive, or
 	// a request waits for a free response slot (freed as responses are sent).
 	bool rx_paused() const

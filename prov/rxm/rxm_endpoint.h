@@ -271,7 +271,7 @@ private:
 	// Credit flow control over cores that need it (rxm_flow_ctrl.cpp)
 	uint16_t granted_credits() const;
 	void start_flow_control(RxmConn *conn);
-	bool take_send_credit(RxmConn *conn);
+	inline bool take_send_credit(RxmConn *conn); // (inline: rxm_send.cpp)
 	void return_send_credit(RxmConn *conn);
 	void on_buffer_reposted(RxmConn *conn);
 	void send_credit_update(RxmConn *conn);
@@ -280,7 +280,7 @@ private:
 	// peer returned more than it was granted (the connection has failed).
 	bool take_returned_credits(RxmConn *conn, uint64_t credits);
 	// The credits a message about to be posted on conn's core carries back.
-	uint16_t credits_to_piggyback(const RxmConn *conn) const;
+	inline uint16_t credits_to_piggyback(const RxmConn *conn) const; // (rxm_send.cpp)
 
 	// Receiving (rxm_recv.cpp)
 	ssize_t recv_common(const struct iovec *iov, void **desc, size_t count, fi_addr_t src,

@@ -45,11 +45,6 @@ void RxmEndpoint::start_flow_control(RxmConn *conn)
 	send_credit_update(conn);
 }
 
-bool RxmEndpoint::take_send_credit(RxmConn *conn)
-{
-	return conn->send_credits.take_for_data();
-}
-
 void RxmEndpoint::return_send_credit(RxmConn *conn)
 {
 	if (conn->send_credits.enabled())
@@ -111,12 +106,6 @@ void RxmEndpoint::send_credit_update(RxmConn *conn)
 		 static_cast<unsigned long long>(h.offset));
 }
 
-uint16_t RxmEndpoint::credits_to_piggyback(const RxmConn *conn) const
-{
-	// Over shm the message bypasses the core's receive buffers (and the path that reads
-	// this field): the credits wait for the next core message or update.
-	return conn->tx_on_shm ? 0 : conn->credit_return.to_piggyback();
-}
 
 bool RxmEndpoint::take_returned_credits(RxmConn *conn, uint64_t n)
 {

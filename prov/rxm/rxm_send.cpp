@@ -112,6 +112,22 @@ inline bool RxmEndpoint::send_for_coalescing(bool report, const RxmConn *conn)
 	return burst && may_hold_for_app(report, conn);
 }
 
+// Credit flow control's steps of every send (rxm_flow_ctrl.cpp), inline: over shm and tcp
+// (no flow control) they find nothing to do, and a call each cost more than that.
+// A data message needs a credit over a core with flow control (verbs).
+inline bool RxmEndpoint::take_send_credit(RxmConn *conn)
+{
+	return conn->send_credits.take_for_data();
+}
+
+// The credits a message about to be posted on conn's core carries back. Over shm the message
+// bypasses the core's receive buffers (and the path that reads this field): the credits
+// wait for the next core message or update.
+inline uint16_t RxmEndpoint::credits_to_piggyback(const RxmConn *conn) const
+{
+	return conn->tx_on_shm ? 0 : conn->credit_return.to_piggyback();
+}
+
 void RxmEndpoint::open_core_send_ops()
 {
 	// Our shm and tcp answer this name; any other core sends by fi_inject.

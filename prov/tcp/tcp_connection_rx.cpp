@@ -211,6 +211,15 @@ bool Connection::fresh_stage()
 void Connection::put_stage()
 {
 	size_t left = staged();
+	if (stage_kind_ == StageKind::shared && !left) {
+		// The common end of a call (every empty busy pass): all that was read is used,
+		// nothing to keep (kept_ was let go when the shared stage was taken).
+		thread_stage_->busy = false;
+		stage_ = nullptr;
+		stage_kind_ = StageKind::none;
+		stage_pos_ = stage_len_ = 0;
+		return;
+	}
 	switch (stage_kind_) {
 	case StageKind::kept:
 		// Still the leftovers of an earlier call: they stay where they are.

@@ -11,6 +11,7 @@
 #include "prov/rxm/rxm_provider.h"
 #include "prov/util/error.h"
 #include "prov/util/ops_tables.h"
+#include "prov/util/mr_bind_flag.h"
 #include "prov/util/random_key.h"
 
 #include <rdma/fi_atomic.h>
@@ -117,9 +118,20 @@ bool RxmDomain::core_uses_virt_addr() const
 
 int RxmDomain::register_internal(void *buf, size_t len, uint64_t access, struct fid_mr **mr)
 {
+	uint64_t flags = access == FI_REMOTE_READ &&
+				 !core_refuses_bind_flag_.load(std::memory_order_relaxed)
+			 ? OFI_MR_BIND_TO_EP
+			 : 0;
 	int ret = -FI_ENOKEY;
-	for (int attempt = 0; attempt < 8 && ret == -FI_ENOKEY; attempt++)
-		ret = fi_mr_reg(core_.get(), buf, len, access, 0, util::random_key(), 0, mr, nullptr);
+	for (int attempt = 0; attempt < 8 && ret == -FI_ENOKEY; attempt++) {
+		ret = fi_mr_reg(core_.get(), buf, len, access, 0, util::random_key(), flags, mr,
+				nullptr);
+		if (ret == -FI_EBADFLAGS && flags) {
+			core_refuses_bind_flag_.store(true, std::memory_order_relaxed);
+			flags = 0;
+			ret = -FI_ENOKEY; // once more, without it
+		}
+	}
 	return ret;
 }
 
@@ -128,8 +140,12 @@ int RxmDomain::bind_internal(struct fid_mr *mr, struct fid_ep *core_ep)
 	if (!core_ep)
 		return -FI_ENOTCONN;
 	int ret = fi_mr_bind(mr, &core_ep->fid, 0);
+	if (ret == -FI_EALREADY)
+		return 0;
 	if (ret == 0)
 		ret = fi_mr_enable(mr);
+	if (ret == -FI_EAGAIN)
+		return ret;
 	if (ret && !bind_refusal_logged_.exchange(true))
 		RXM_INFO(FI_LOG_MR,
 			 "core refuses binding registrations to an endpoint (%s): rendezvous "

@@ -54,12 +54,17 @@ public:
 	// Registers rxm's own buffers with the core. When the core lets the user choose keys
 	// the key is 64 random bits (util::random_key: a peer cannot guess the key of a
 	// rendezvous buffer offered to another); a clash with an existing key draws again.
+	// A remote-read-only registration (a rendezvous source, which bind_internal binds
+	// before its key goes out) asks the core for OFI_MR_BIND_TO_EP (our verbs: a memory
+	// window over a cached registration); a core that refuses the flag is asked without.
 	int register_internal(void *buf, size_t len, uint64_t access, struct fid_mr **mr);
 	// Restricts an internal registration to RMA arriving on 'core_ep' (fi_mr_bind +
 	// fi_mr_enable, fi_mr(3)'s endpoint binding). A core that refuses keeps serving it
 	// domain-wide (logged once at info level): rxm still works, with the key's secrecy
 	// as the only protection, and this returns 0. -FI_ENOTCONN when the connection has no
-	// core endpoint any more (failed): the caller must not offer the key.
+	// core endpoint any more (failed): the caller must not offer the key. -FI_EAGAIN when
+	// the core has no room to bind now (a verbs window's bind request): try again later,
+	// before the key goes out. Binding an already bound registration again is a no-op.
 	int bind_internal(struct fid_mr *mr, struct fid_ep *core_ep);
 	// The core's hold/release of one connection's stream (our tcp), or nullptr.
 	const struct ofi_rx_hold_ops *rx_hold() const { return rx_hold_; }
@@ -132,6 +137,7 @@ private:
 	bool rma_capable_;
 	struct ofi_flow_ctrl_ops *flow_ctrl_ = nullptr;
 	std::atomic<bool> bind_refusal_logged_{false};
+	std::atomic<bool> core_refuses_bind_flag_{false}; // OFI_MR_BIND_TO_EP: -FI_EBADFLAGS
 	struct ofi_rx_hold_ops *rx_hold_ = nullptr;
 	struct ofi_quiet_ops *quiet_ = nullptr;
 	bool core_holds_more_ = false;

@@ -484,7 +484,9 @@ private:
 	static void *rndv_desc(void *core_desc, bool on_shm) { return on_shm ? nullptr : core_desc; }
 	// Binds what rxm registered for a rendezvous request to the connection it leaves on;
 	// leaving over shm, each registration the peer reads gets its shm twin there first.
-	void bind_rndv_sources(TxOp *op, RxmConn *conn);
+	// False when the core has no room to bind one now (RxmDomain::bind_internal's
+	// -FI_EAGAIN): the request must wait and come back here before its keys go out.
+	bool bind_rndv_sources(TxOp *op, RxmConn *conn);
 	// The shm twin of one of rxm's own registrations of a moved connection, bound to its
 	// shm endpoint (as bind_internal binds the original to the core endpoint).
 	int twin_internal(const RxmConn *conn, void *buf, size_t len, uint64_t access,

@@ -529,7 +529,10 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 			// The keys go out now, to this connection's peer only: bind the buffers
 			// registered for them to it (the request may have waited for the connection,
 			// or moved to another one, since they were registered).
-			bind_rndv_sources(op, conn);
+			if (!bind_rndv_sources(op, conn)) {
+				return_send_credit(conn);
+				return false;
+			}
 			op->own_mr_bound = true;
 		}
 		stamp_conn_id(buf->data, conn->peer_conn_id);

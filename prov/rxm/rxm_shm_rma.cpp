@@ -40,14 +40,15 @@ int RxmEndpoint::twin_internal(const RxmConn *conn, void *buf, size_t len, uint6
 	return ret;
 }
 
-void RxmEndpoint::bind_rndv_sources(TxOp *op, RxmConn *conn)
+bool RxmEndpoint::bind_rndv_sources(TxOp *op, RxmConn *conn)
 {
 	// The receiver reads over the path the request arrives on (rndv_ep): over shm the
 	// buffers rxm registered need their twins. A write rendezvous' sources are only read
 	// locally (the peer exposes its buffer instead).
 	bool twin = conn->tx_on_shm && !(op->hdr.flags & wire_flag::rndv_write);
 	for (size_t k = 0; k < op->own_mr_count; k++) {
-		domain_->bind_internal(op->own_mr[k], conn->core_ep);
+		if (domain_->bind_internal(op->own_mr[k], conn->core_ep) == -FI_EAGAIN)
+			return false;
 		if (!twin || op->own_shm_mr[k])
 			continue;
 		// Which segment it registered: the one offered under its key.
@@ -66,6 +67,7 @@ void RxmEndpoint::bind_rndv_sources(TxOp *op, RxmConn *conn)
 			RXM_WARN(FI_LOG_EP_DATA, "shm twin of a rendezvous source: %s\n",
 				 fi_strerror(-ret));
 	}
+	return true;
 }
 
 } // namespace rxm

@@ -68,6 +68,8 @@ VerbsDomain::VerbsDomain(VerbsFabric &fabric, const struct fi_info *info, void *
 	}
 	if (ibv_query_device(context_, &device_attr_) != 0)
 		throw util::Error(errno ? -errno : -FI_EIO);
+	windows_usable_ = params().use_mw && !params().use_odp && device_attr_.max_mw > 0 &&
+			  (device_attr_.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B);
 	pd_.reset(ibv_alloc_pd(context_));
 	if (!pd_) {
 		VERBS_WARN(FI_LOG_DOMAIN, "ibv_alloc_pd failed: %s\n", strerror(errno));
@@ -79,6 +81,9 @@ VerbsDomain::VerbsDomain(VerbsFabric &fabric, const struct fi_info *info, void *
 void *VerbsDomain::Registrar::reg(void *addr, size_t len, uint64_t access, int *err) noexcept
 {
 	int ibv = VerbsMemoryRegion::ibv_access_for(access);
+	// Any cached registration may later carry a window (verbs_mr.cpp).
+	if (domain_.windows_usable())
+		ibv |= IBV_ACCESS_MW_BIND;
 	struct ibv_mr *mr = ibv_reg_mr(domain_.pd(), addr, len, ibv);
 	if (!mr) {
 		int e = errno ? errno : ENOMEM;

@@ -59,6 +59,10 @@ public:
 	// The cache of local-access registrations (made on first use); nullptr when it cannot
 	// cache (no userfaultfd, FI_MR_CACHE_MONITOR=disabled, FI_MR_CACHE_MAX_COUNT=0, ODP).
 	util::MrCache *mr_cache();
+	// Whether remote-read registrations made with OFI_MR_BIND_TO_EP become type-2 memory
+	// windows over cached registrations (the device has them, FI_VERBS_USE_MW, no ODP).
+	// The cache then registers with IBV_ACCESS_MW_BIND.
+	bool windows_usable() const { return windows_usable_; }
 
 private:
 	// ibv_reg_mr / ibv_dereg_mr on this domain's PD, for the cache.
@@ -83,6 +87,7 @@ private:
 	std::unique_ptr<struct ibv_context *, DeviceListDeleter> device_list_; // rdma_get_devices()
 	struct ibv_context *context_ = nullptr;
 	struct ibv_device_attr device_attr_ {};
+	bool windows_usable_ = false;
 	std::unique_ptr<struct ibv_pd, PdDeleter> pd_;
 	// After the PD: cached registrations go before it.
 	Registrar registrar_{*this};

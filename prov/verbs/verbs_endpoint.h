@@ -59,6 +59,15 @@ public:
 	int flow_ctrl_add_credits(uint64_t credits);
 	ssize_t flow_ctrl_credits();
 
+	// Binds the type-2 memory window 'mw' to [addr, addr+len) of 'mr' with remote-read
+	// access under 'rkey', by a bind work request on this endpoint's QP: only this QP's peer
+	// can use the key, and only for what follows the bind in the send queue (a message
+	// carrying the key, posted after this, reaches the peer after the bind took effect).
+	// For verbs_mr.cpp's fi_mr_enable; -FI_EOPBADSTATE unless connected, -FI_EAGAIN when
+	// every request slot is in flight.
+	int bind_window(struct ibv_mw *mw, struct ibv_mr *mr, const void *addr, size_t len,
+			uint32_t rkey);
+
 	// fi_ops (control is util's; FI_ENABLE comes to enable())
 	int close() override;
 	// Adds shared receive contexts to util's bind; refuses counters and AVs (-FI_ENOSYS).

@@ -2,6 +2,8 @@
 // (rma_iov_limit 1), addressed by virtual address and the peer's rkey.
 #include "prov/verbs/verbs_endpoint.h"
 
+#include <cerrno>
+
 namespace verbs {
 namespace {
 
@@ -99,6 +101,37 @@ ssize_t VerbsEndpoint::inject_writedata(const void *buf, size_t len, uint64_t da
 	struct iovec iov = {const_cast<void *>(buf), len};
 	return post_send({IBV_WR_RDMA_WRITE_WITH_IMM, &iov, nullptr, 1, data, addr, key, nullptr,
 			  FI_INJECT | FI_REMOTE_CQ_DATA, FI_RMA | FI_WRITE});
+}
+
+int VerbsEndpoint::bind_window(struct ibv_mw *mw, struct ibv_mr *mr, const void *addr,
+				size_t len, uint32_t rkey)
+{
+	if (state_ != State::Connected)
+		return -FI_EOPBADSTATE;
+	// A slot like any send's: the send queue never holds more than tx_size requests, and
+	// a failed bind (reported as an error completion without context) names its cause.
+	VerbsRequest *request = tx_pool_.acquire();
+	if (!request)
+		return -FI_EAGAIN;
+	request->context = nullptr;
+	request->flags = FI_RMA;
+	request->report = false;
+	struct ibv_send_wr wr {};
+	struct ibv_send_wr *bad = nullptr;
+	wr.wr_id = reinterpret_cast<uint64_t>(request);
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info.mr = mr;
+	wr.bind_mw.bind_info.addr = reinterpret_cast<uintptr_t>(addr);
+	wr.bind_mw.bind_info.length = len;
+	wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
+	if (int err = ibv_post_send(qp_, &wr, &bad)) {
+		tx_pool_.release(request);
+		return err == ENOMEM ? -FI_EAGAIN : -err;
+	}
+	return 0;
 }
 
 } // namespace verbs

@@ -4,8 +4,10 @@
 #include <cstring>
 
 #include "prov/verbs/verbs_domain.h"
+#include "prov/verbs/verbs_endpoint.h"
 #include "prov/verbs/verbs_provider.h"
 #include "prov/util/error.h"
+#include "prov/util/mr_bind_flag.h"
 #include "prov/util/ops_tables.h"
 
 namespace verbs {
@@ -17,6 +19,8 @@ constexpr uint64_t kAllAccess = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMO
 } // namespace
 
 UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<VerbsMemoryRegion>().close);
+UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<VerbsMemoryRegion>().bind);
+UTIL_ASSERT_IMPLEMENTED(util::make_fi_ops<VerbsMemoryRegion>().control);
 
 VerbsMemoryRegion *VerbsMemoryRegion::from_desc(const void *desc)
 {
@@ -80,15 +84,28 @@ bool cacheable(uint64_t access, const struct iovec &iov)
 	return access && !(access & (FI_REMOTE_READ | FI_REMOTE_WRITE)) && iov.iov_len;
 }
 
+// A remote-read-only registration whose user binds it to one endpoint may be a window.
+bool window_candidate(uint64_t access, const struct iovec &iov)
+{
+	return (access & FI_REMOTE_READ) && !(access & FI_REMOTE_WRITE) && iov.iov_len;
+}
+
 } // namespace
 
 VerbsMemoryRegion::VerbsMemoryRegion(VerbsDomain &domain, const struct fi_mr_attr &attr,
 				     uint64_t flags)
 	: util::FidObject(embedded_fid, FI_CLASS_MR, attr.context), domain_(domain)
 {
-	const struct iovec &iov = checked_iov(attr, flags);
+	bool bind_to_ep = flags & OFI_MR_BIND_TO_EP;
+	const struct iovec &iov = checked_iov(attr, flags & ~OFI_MR_BIND_TO_EP);
+	util::MrCache *window_cache = bind_to_ep && domain.windows_usable() &&
+					      window_candidate(attr.access, iov)
+				      ? domain.mr_cache()
+				      : nullptr;
 	util::MrCache *cache = cacheable(attr.access, iov) ? domain.mr_cache() : nullptr;
-	if (cache) {
+	if (window_cache && make_window(*window_cache, iov)) {
+		// key and lkey set there
+	} else if (cache) {
 		int err = 0;
 		cached_ = cache->acquire(iov.iov_base, iov.iov_len, attr.access, &err);
 		if (!cached_)
@@ -100,12 +117,84 @@ VerbsMemoryRegion::VerbsMemoryRegion(VerbsDomain &domain, const struct fi_mr_att
 	embedded_fid.pub.fid.ops =
 		util::ops_ptr<VerbsMemoryRegion, util::make_fi_ops<VerbsMemoryRegion>>();
 	embedded_fid.pub.mem_desc = &embedded_fid.pub;
-	embedded_fid.pub.key = mr_->rkey;
+	if (!mw_)
+		embedded_fid.pub.key = mr_->rkey;
 	domain_.ref();
+}
+
+bool VerbsMemoryRegion::make_window(util::MrCache &cache, const struct iovec &iov)
+{
+	// The pages with every local right (the window carries the remote read): the same
+	// cache entry then serves the receives into that buffer too (a ping-pong's), instead
+	// of a second registration of the same pages with other rights.
+	int err = 0;
+	util::MrCacheEntry *entry = cache.acquire(iov.iov_base, iov.iov_len,
+						  FI_SEND | FI_RECV | FI_READ | FI_WRITE, &err);
+	if (!entry)
+		return false;
+	struct ibv_mw *mw = ibv_alloc_mw(domain_.pd(), IBV_MW_TYPE_2);
+	if (!mw) {
+		VERBS_INFO(FI_LOG_MR, "ibv_alloc_mw failed (%s): a registration with remote "
+				      "access instead\n", strerror(errno));
+		cache.release(entry);
+		return false;
+	}
+	cached_ = entry;
+	mr_ = static_cast<struct ibv_mr *>(entry->handle);
+	mw_ = mw;
+	window_iov_ = iov;
+	// The key the bind will give it: the window's index with a new 8-bit tag, so a key
+	// of an earlier use of the same index is refused.
+	embedded_fid.pub.key = ibv_inc_rkey(mw->rkey);
+	return true;
+}
+
+int VerbsMemoryRegion::bind(struct fid *bfid, uint64_t flags)
+{
+	if (!mw_)
+		return -FI_ENOSYS;
+	if (flags)
+		return -FI_EBADFLAGS;
+	auto *ep = util::fid_cast<VerbsEndpoint>(bfid, FI_CLASS_EP);
+	if (!ep || &ep->domain() != &domain_)
+		return -FI_EINVAL;
+	if (bind_ep_ || window_bound_)
+		return -FI_EALREADY;
+	ep->ref();
+	bind_ep_ = ep;
+	return 0;
+}
+
+int VerbsMemoryRegion::control(int command, void *)
+{
+	if (command != FI_ENABLE)
+		return -FI_ENOSYS;
+	if (!mw_)
+		return -FI_ENOSYS;
+	return enable_window();
+}
+
+int VerbsMemoryRegion::enable_window()
+{
+	if (window_bound_)
+		return 0;
+	if (!bind_ep_)
+		return -FI_EOPBADSTATE;
+	int ret = bind_ep_->bind_window(mw_, mr_, window_iov_.iov_base, window_iov_.iov_len,
+					static_cast<uint32_t>(embedded_fid.pub.key));
+	if (ret == 0)
+		window_bound_ = true;
+	bind_ep_->unref();
+	bind_ep_ = nullptr;
+	return ret;
 }
 
 VerbsMemoryRegion::~VerbsMemoryRegion()
 {
+	if (bind_ep_)
+		bind_ep_->unref();
+	if (mw_)
+		ibv_dealloc_mw(mw_);
 	if (cached_)
 		domain_.mr_cache()->release(cached_);
 	else if (mr_)
@@ -122,6 +211,17 @@ bool VerbsMemoryRegion::covers(const void *addr, size_t len) const
 
 int VerbsMemoryRegion::close()
 {
+	if (mw_) {
+		// Synchronous: once it returns the device refuses the key, before the pages
+		// go back to the cache (and the buffer back to the application).
+		if (int ret = ibv_dealloc_mw(mw_))
+			return -ret;
+		mw_ = nullptr;
+		if (bind_ep_) {
+			bind_ep_->unref();
+			bind_ep_ = nullptr;
+		}
+	}
 	if (cached_) {
 		domain_.mr_cache()->release(cached_);
 		cached_ = nullptr;

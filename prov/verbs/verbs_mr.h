@@ -1,5 +1,11 @@
 // A registered memory region: an ibv_mr whose lkey is used locally (the descriptor apps
-// pass as desc) and whose rkey is the key peers use for RMA.
+// pass as desc) and whose rkey is the key peers use for RMA. A remote-read registration
+// made with OFI_MR_BIND_TO_EP (prov/util/mr_bind_flag.h; ofi_rxm's rendezvous sources) is
+// instead, when the device has type-2 memory windows, a cached local registration plus a
+// window: its key works only once fi_mr_bind + fi_mr_enable bound the window over one
+// endpoint's QP, only for that QP's peer, and no longer once the region is closed
+// (ibv_dealloc_mw invalidates it synchronously). The pages are then pinned once, not per
+// message.
 #ifndef OFI_PROV_VERBS_MR_H
 #define OFI_PROV_VERBS_MR_H
 
@@ -36,13 +42,30 @@ public:
 	bool covers(const void *addr, size_t len) const;
 
 	int close() override;
+	// fi_mr_bind to a verbs endpoint, then fi_mr_enable: a window region becomes reachable
+	// by that endpoint's peer. -FI_ENOSYS for a region without a window (its key already
+	// works over every QP of the domain, see README.md).
+	int bind(struct fid *bfid, uint64_t flags);
+	int control(int command, void *arg);
+	bool is_window() const { return mw_ != nullptr; }
 
 private:
+	// Makes this region a window over a cached registration of iov; false (nothing held)
+	// when the cache or the device cannot.
+	bool make_window(util::MrCache &cache, const struct iovec &iov);
+	int enable_window();
+
 	VerbsDomain &domain_;
 	struct ibv_mr *mr_ = nullptr;
 	// Set when mr_ is the domain MR cache's (local access only): released, not
 	// deregistered, at close.
 	util::MrCacheEntry *cached_ = nullptr;
+	// Window regions: the window, the range it offers, and the endpoint fi_mr_bind named
+	// (referenced until fi_mr_enable posts the bind on its QP).
+	struct ibv_mw *mw_ = nullptr;
+	struct iovec window_iov_ {};
+	class VerbsEndpoint *bind_ep_ = nullptr;
+	bool window_bound_ = false;
 };
 
 } // namespace verbs

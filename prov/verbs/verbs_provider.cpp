@@ -70,6 +70,11 @@ void define_params()
 			"(default %d)", g_params.rnr_retry);
 	fi_param_define(&provider, "use_odp", FI_PARAM_BOOL,
 			"Register memory as on-demand paging (default no)");
+	fi_param_define(&provider, "use_mw", FI_PARAM_BOOL,
+			"Offer ofi_rxm's rendezvous sources to their one peer through type-2 memory "
+			"windows bound over its connection to cached registrations, instead of a "
+			"registration with remote access per message, when the device has them "
+			"(default yes)");
 	fi_param_define(&provider, "yield_before_sleep", FI_PARAM_BOOL,
 			"A reader that finds a CQ empty and is about to sleep on it (fi_cq_sread, "
 			"fi_trywait) yields the CPU once and looks again first (default yes)");
@@ -103,6 +108,8 @@ void read_params()
 		g_params.rnr_retry = value;
 	if (fi_param_get_bool(&provider, "use_odp", &value) == 0)
 		g_params.use_odp = value != 0;
+	if (fi_param_get_bool(&provider, "use_mw", &value) == 0)
+		g_params.use_mw = value != 0;
 	if (fi_param_get_bool(&provider, "yield_before_sleep", &value) == 0)
 		g_params.yield_before_sleep = value != 0;
 }

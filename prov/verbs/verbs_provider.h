@@ -31,6 +31,7 @@ struct Params {
 	int min_rnr_timer = 12;
 	int rnr_retry = 7;        // retries of receiver-not-ready NAKs; 7 means forever
 	bool use_odp = false;
+	bool use_mw = true; // rxm's rendezvous sources as memory windows over cached registrations
 	bool yield_before_sleep = true; // a reader about to sleep on a CQ yields the CPU once first
 };
 const Params &params();

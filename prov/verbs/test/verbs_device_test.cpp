@@ -25,6 +25,7 @@
 
 #include "prov/util/flow_ctrl_ops.h"
 #include "prov/util/memory_monitor.h"
+#include "prov/util/mr_bind_flag.h"
 #include "prov/verbs/verbs_mr.h"
 #include "test/leaks/process_usage.h"
 
@@ -770,6 +771,107 @@ TEST_F(VerbsDevice, LocalRegionsAreCachedRemoteOnesAreNot)
 		}
 	}
 	munmap(buf, len);
+}
+
+// Rendezvous sources as memory windows (OFI_MR_BIND_TO_EP, verbs_mr.h): the key reaches the
+// source only over the QP it was bound on, only once enabled, and never after fi_close.
+class VerbsWindow : public VerbsDevice {
+protected:
+	void SetUp() override
+	{
+		VerbsDevice::SetUp();
+		if (IsSkipped() || HasFatalFailure())
+			return;
+		const char *monitor = getenv("FI_MR_CACHE_MONITOR");
+		if (!util::MemoryMonitor::available() || (monitor && !strcmp(monitor, "disabled")))
+			GTEST_SKIP() << "no MR cache: no windows";
+		connect_pair();
+		if (HasFatalFailure())
+			return;
+		source_ = static_cast<char *>(mmap(nullptr, kLen, PROT_READ | PROT_WRITE,
+						   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+		ASSERT_NE(source_, MAP_FAILED);
+		memset(source_, 's', kLen);
+		local_.assign(kLen, 0);
+		local_mr_ = reg(local_.data(), local_.size(), FI_READ);
+		ASSERT_EQ(fi_mr_reg(domain_, source_, kLen, FI_REMOTE_READ, 0, 0, OFI_MR_BIND_TO_EP,
+				    &window_, nullptr), 0);
+		auto *region = verbs::VerbsMemoryRegion::from_desc(fi_mr_desc(window_));
+		ASSERT_TRUE(region);
+		if (!region->is_window())
+			GTEST_SKIP() << "the device has no type-2 memory windows (or FI_VERBS_USE_MW=0)";
+	}
+
+	void TearDown() override
+	{
+		if (window_)
+			fi_close(&window_->fid);
+		if (source_ && source_ != MAP_FAILED)
+			munmap(source_, kLen);
+		VerbsDevice::TearDown();
+	}
+
+	// reader's read of the source through the window's key: 1 (data) or -FI_EAVAIL (err_).
+	ssize_t read_source(struct fid_ep *reader, struct fid_cq *cq, uint64_t key)
+	{
+		struct fi_cq_data_entry entry {};
+		EXPECT_EQ(fi_read(reader, local_.data(), kLen, fi_mr_desc(local_mr_), 0,
+				  reinterpret_cast<uintptr_t>(source_), key, (void *)"read"), 0);
+		return wait_cq(cq, &entry, &err_);
+	}
+
+	static constexpr size_t kLen = 256 * 1024;
+	char *source_ = nullptr;
+	std::vector<char> local_;
+	struct fid_mr *local_mr_ = nullptr;
+	struct fid_mr *window_ = nullptr;
+	struct fi_cq_err_entry err_ {};
+};
+
+// Bound over server_'s QP: client_ (its peer) reads through it; once closed the same key
+// and range give an error completion, never data, also after the pages were unmapped.
+TEST_F(VerbsWindow, PeerReadsWhileOfferedAndNeverAfterClose)
+{
+	ASSERT_EQ(fi_mr_bind(window_, &server_->fid, 0), 0);
+	EXPECT_EQ(fi_mr_bind(window_, &server_->fid, 0), -FI_EALREADY);
+	ASSERT_EQ(fi_mr_enable(window_), 0);
+	uint64_t key = fi_mr_key(window_);
+	ASSERT_EQ(read_source(client_, client_tx_, key), 1);
+	EXPECT_EQ(local_[0], 's');
+	EXPECT_EQ(local_[kLen - 1], 's');
+
+	ASSERT_EQ(fi_close(&window_->fid), 0);
+	window_ = nullptr;
+	ASSERT_EQ(munmap(source_, kLen), 0);
+	void *again = mmap(source_, kLen, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	ASSERT_EQ(again, source_);
+	memset(source_, 'n', kLen);
+	local_.assign(kLen, 0);
+	ASSERT_EQ(read_source(client_, client_tx_, key), -FI_EAVAIL);
+	EXPECT_EQ(err_.err, FI_EIO);
+	EXPECT_EQ(local_[0], 0);
+	EXPECT_EQ(local_[kLen - 1], 0);
+}
+
+// A key bound over one QP is refused to a read arriving on another QP of the domain (a
+// third party's connection): server_'s reads arrive on client_'s QP.
+TEST_F(VerbsWindow, OtherConnectionCannotReadIt)
+{
+	ASSERT_EQ(fi_mr_bind(window_, &server_->fid, 0), 0);
+	ASSERT_EQ(fi_mr_enable(window_), 0);
+	ASSERT_EQ(read_source(server_, server_tx_, fi_mr_key(window_)), -FI_EAVAIL);
+	EXPECT_EQ(err_.err, FI_EIO);
+	EXPECT_EQ(local_[0], 0);
+}
+
+// Not yet enabled (never bound): the key reaches nothing.
+TEST_F(VerbsWindow, KeyWorksOnlyOnceEnabled)
+{
+	EXPECT_EQ(fi_mr_enable(window_), -FI_EOPBADSTATE);
+	ASSERT_EQ(read_source(client_, client_tx_, fi_mr_key(window_)), -FI_EAVAIL);
+	EXPECT_EQ(err_.err, FI_EIO);
+	EXPECT_EQ(local_[0], 0);
 }
 
 TEST_F(VerbsDevice, BadInputIsRefused)

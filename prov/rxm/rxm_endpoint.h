@@ -288,13 +288,16 @@ private:
 			    bool tagged);
 	ssize_t post_one(void *buf, size_t len, void *desc, fi_addr_t src, uint64_t tag,
 			 uint64_t ignore, void *context, uint64_t flags, bool tagged);
-	RecvOp *alloc_recv();
-	void free_recv(RecvOp *op);
+	RecvOp *alloc_recv();          // inline (rxm_recv_inline.h)
+	void free_recv(RecvOp *op);    // inline (rxm_recv_inline.h)
 	void on_rx_buffer(RxBuffer *buf, size_t len);
 	bool repost(RxBuffer *buf);
 	void handle_message(RxmConn *conn, const WireHeader &hdr, std::span<const uint8_t> payload);
 	void handle_first(RxmConn *conn, const WireHeader &hdr, std::span<const uint8_t> payload);
 	bool deliver_eager(RxmConn *conn, const WireHeader &hdr, std::span<const uint8_t> payload);
+	bool take_expected_eager(RxmConn *conn, const EagerHeader &e, const uint8_t *payload,
+				 size_t len); // inline (rxm_recv_inline.h)
+	bool take_eager(RxmConn *conn, const WireHeader &hdr, std::span<const uint8_t> payload);
 	void buffer_eager(RxmConn *conn, const WireHeader &hdr, std::span<const uint8_t> payload);
 	Unexpected *new_unexpected(RxmConn *conn, const WireHeader &hdr);
 	void queue_unexpected(Unexpected *u, size_t charge);
@@ -334,7 +337,7 @@ private:
 	void post_pending_writes();
 	bool queue_control(RxmConn *conn, const WireHeader &hdr, std::span<const uint8_t> payload);
 	fi_addr_t source_of(RxmConn *conn);
-	fi_addr_t known_source(RxmConn *conn); // source_of's common case inline (rxm_recv.cpp)
+	fi_addr_t known_source(RxmConn *conn); // source_of's common case (rxm_recv_inline.h)
 	ssize_t peek(const struct fi_msg_tagged *msg, uint64_t flags);
 
 	// Collectives (rxm_coll.cpp)

@@ -8,6 +8,7 @@
 #include "prov/rxm/rxm_endpoint.h"
 #include "prov/rxm/rxm_flags.h"
 #include "prov/rxm/rxm_provider.h"
+#include "prov/rxm/rxm_recv_inline.h"
 
 #include <rdma/fi_errno.h>
 
@@ -40,26 +41,6 @@ void set_receive(RecvOp *op, void *context, uint64_t flags, bool tagged, const M
 
 } // namespace
 
-// alloc_recv and free_recv are inline here (their only file): every receive pays them.
-inline RecvOp *RxmEndpoint::alloc_recv()
-{
-	RecvOp *op = free_recvs_;
-	if (!op)
-		return nullptr;
-	free_recvs_ = op->next_free;
-	op->reset();
-	return op;
-}
-
-inline void RxmEndpoint::free_recv(RecvOp *op)
-{
-	if (op->own_mr_count) // only a rendezvous registers
-		close_own_mrs(op->own_mr, op->own_shm_mr, &op->own_mr_count);
-	op->in_use = false;
-	op->next_free = free_recvs_;
-	free_recvs_ = op;
-}
-
 fi_addr_t RxmEndpoint::source_of(RxmConn *conn)
 {
 	if (!av())
@@ -75,17 +56,6 @@ fi_addr_t RxmEndpoint::source_of(RxmConn *conn)
 		conn->source_generation = generation;
 	}
 	return conn->source;
-}
-
-// source_of for every message: the connection's cached source while it holds (the AV lost
-// no entry since, and the source is known), without the call; else the lookup.
-inline fi_addr_t RxmEndpoint::known_source(RxmConn *conn)
-{
-	RxmAv *table = av();
-	if (table && conn->source != FI_ADDR_NOTAVAIL &&
-	    conn->source_generation == table->generation())
-		return conn->source;
-	return source_of(conn);
 }
 
 size_t RxmEndpoint::place(RecvOp *op, uint64_t offset, std::span<const uint8_t> bytes)

@@ -29,6 +29,7 @@
 #include "prov/rxm/rxm_domain.h"
 #include "prov/rxm/rxm_endpoint.h"
 #include "prov/rxm/rxm_provider.h"
+#include "prov/rxm/rxm_recv_inline.h"
 
 #include "prov/util/rx_inplace_ops.h"
 
@@ -64,17 +65,8 @@ void RxmEndpoint::stop_core_inplace(RxmConn *conn)
 	conn->core_inplace = false;
 }
 
-int RxmEndpoint::shm_consume_thunk(void *arg, const struct ofi_rx_inplace_request *req) noexcept
-{
-	try {
-		auto *conn = static_cast<RxmConn *>(arg);
-		return conn->ep->consume_shm(conn, req) ? 1 : 0;
-	} catch (...) {
-		return 0; // declined: a receive buffer takes it as before
-	}
-}
-
-bool RxmEndpoint::consume_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req)
+// consume_shm is this thunk's only step: inline, one call less per message.
+inline bool RxmEndpoint::consume_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req)
 {
 	bool taken = false;
 	if (lock_.try_lock()) {
@@ -86,8 +78,36 @@ bool RxmEndpoint::consume_shm(RxmConn *conn, const struct ofi_rx_inplace_request
 	return taken;
 }
 
+int RxmEndpoint::shm_consume_thunk(void *arg, const struct ofi_rx_inplace_request *req) noexcept
+{
+	try {
+		auto *conn = static_cast<RxmConn *>(arg);
+		return conn->ep->consume_shm(conn, req) ? 1 : 0;
+	} catch (...) {
+		return 0; // declined: a receive buffer takes it as before
+	}
+}
+
 bool RxmEndpoint::take_from_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req)
 {
+	if (conn->inplace_rx_in_cq.load(std::memory_order_relaxed) ||
+	    conn->state == ConnState::closed || conn->rx_held || conn->sar.active())
+		return false;
+	// The common message, whole in one piece and as encode_eager_header writes it, decoded
+	// inline (decode_plain_eager reads each byte once) and, expected by a plain receive,
+	// taken without building a WireHeader (take_expected_eager).
+	if (req->msg) {
+		const auto *msg = static_cast<const uint8_t *>(req->msg);
+		EagerHeader e;
+		if (decode_plain_eager(msg, req->len, &e)) {
+			size_t len = req->len - kWireHeaderSize;
+			if (!take_expected_eager(conn, e, msg + kWireHeaderSize, len) &&
+			    !take_eager(conn, plain_eager_header(e, len), {msg + kWireHeaderSize, len}))
+				return false;
+			taken_in_place_++;
+			return true;
+		}
+	}
 	// The message whole in one piece, or (a message over several shm slots) in pieces.
 	const void *first = req->msg;
 	size_t first_len = req->len;
@@ -95,9 +115,7 @@ bool RxmEndpoint::take_from_shm(RxmConn *conn, const struct ofi_rx_inplace_reque
 		first = req->pieces[0].iov_base;
 		first_len = req->pieces[0].iov_len;
 	}
-	if (conn->inplace_rx_in_cq.load(std::memory_order_relaxed) ||
-	    conn->state == ConnState::closed || conn->rx_held || conn->sar.active() ||
-	    !first || first_len < kWireHeaderSize)
+	if (!first || first_len < kWireHeaderSize)
 		return false;
 	// Decoded from one copy of its bytes (decode_message_header): the peer may rewrite them.
 	WireHeader hdr;
@@ -111,17 +129,24 @@ bool RxmEndpoint::take_from_shm(RxmConn *conn, const struct ofi_rx_inplace_reque
 		return true;
 	}
 	size_t payload_len = req->len - kWireHeaderSize;
-	std::span<const uint8_t> payload{static_cast<const uint8_t *>(req->msg) + kWireHeaderSize,
-					 payload_len};
-	// An unexpected message is buffered here too, unless it would take the peer over its
-	// budget: holding the peer (rxm_unexpected_budget.cpp) may call into a core.
-	if (!deliver_eager(conn, hdr, payload)) {
-		if (conn->unexpected_bytes + sizeof(Unexpected) + payload_len + kWireHeaderSize >
-		    params().unexpected_budget)
-			return false;
-		buffer_eager(conn, hdr, payload);
-	}
+	if (!take_eager(conn, hdr, {static_cast<const uint8_t *>(req->msg) + kWireHeaderSize,
+				    payload_len}))
+		return false;
 	taken_in_place_++;
+	return true;
+}
+
+// An eager message whole in memory (not delivery-complete): into a posted receive, or
+// buffered as unexpected unless that would take the peer over its budget (holding the peer,
+// rxm_unexpected_budget.cpp, may call into a core): then false, declined.
+bool RxmEndpoint::take_eager(RxmConn *conn, const WireHeader &hdr, std::span<const uint8_t> payload)
+{
+	if (deliver_eager(conn, hdr, payload))
+		return true;
+	if (conn->unexpected_bytes + sizeof(Unexpected) + payload.size() + kWireHeaderSize >
+	    params().unexpected_budget)
+		return false;
+	buffer_eager(conn, hdr, payload);
 	return true;
 }
 

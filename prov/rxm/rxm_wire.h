@@ -102,6 +102,54 @@ int decode_message(std::span<const uint8_t> message, WireHeader *hdr);
 // (they may lie in a peer's shared memory); *hdr is written only when they are valid.
 int decode_message_header(const uint8_t *header, size_t message_size, WireHeader *hdr);
 
+// What the receive of an eager message needs from its header.
+struct EagerHeader {
+	uint16_t flags;
+	uint64_t tag;
+	uint64_t cq_data;
+	uint64_t msg_id;
+};
+
+// decode_message_header's common case, inline: an eager message as encode_eager_header
+// writes it (flags at most tagged and remote_cq_data, total_len == payload_len == what
+// follows the header, offset and padding 0) is checked with a few fixed loads and compares
+// and its fields returned. False for anything else, valid or not: decode_message_header
+// then decides. Every header this accepts, decode_message_header accepts with the same
+// fields (RxmWire tests); each byte is read once, as there.
+inline bool decode_plain_eager(const uint8_t *p, size_t message_size, EagerHeader *out)
+{
+	if (message_size < kWireHeaderSize || message_size - kWireHeaderSize > UINT32_MAX)
+		return false;
+	uint64_t payload_len = message_size - kWireHeaderSize;
+	// version u8, op u8, flags u16, payload_len u32, little-endian.
+	constexpr uint64_t kFlagsAllowed =
+		uint64_t(wire_flag::tagged | wire_flag::remote_cq_data) << 16;
+	uint64_t first = get_u64(p);
+	uint64_t expected = uint64_t(kWireVersion) | uint64_t(WireOp::eager) << 8 |
+			    payload_len << 32;
+	if ((first & ~kFlagsAllowed) != expected || get_u64(p + 32) != payload_len ||
+	    get_u64(p + 40) != 0 || get_u16(p + 54) != 0)
+		return false;
+	out->flags = static_cast<uint16_t>(first >> 16);
+	out->tag = get_u64(p + 8);
+	out->cq_data = get_u64(p + 16);
+	out->msg_id = get_u64(p + 24);
+	return true;
+}
+
+// The WireHeader decode_message_header gives for a header decode_plain_eager accepted.
+inline WireHeader plain_eager_header(const EagerHeader &e, size_t payload_len)
+{
+	WireHeader h;
+	h.flags = e.flags;
+	h.payload_len = static_cast<uint32_t>(payload_len);
+	h.tag = e.tag;
+	h.cq_data = e.cq_data;
+	h.msg_id = e.msg_id;
+	h.total_len = payload_len;
+	return h;
+}
+
 // msg_id of a delivery_ack that acknowledges nothing: a liveness probe (rxm_conn.cpp), sent
 // to provoke a transport error on a connection whose peer may be gone. Receivers ignore it.
 // No send's id takes this value (ids are generation << 32 | pool index).

@@ -209,6 +209,10 @@ private:
 	// the slots readable from this one on), 0 when declined.
 	uint32_t consumed_in_place(const SlotHeader &header, const uint8_t *payload,
 				   uint32_t ready);
+	// consumed_in_place of anything but a whole one-slot message (out of line).
+	uint32_t offered_not_whole(const SlotHeader &header, const uint8_t *payload,
+				   uint32_t ready);
+	void *next_rx_context(); // the receive a declined message takes, or nullptr
 	// A message over several slots, all among the `ready` ones: its payloads as pieces
 	// (at most kSlots), each continuation header copied out and checked; returns the
 	// slot count, or 0 when a slot is missing or not a valid continuation.

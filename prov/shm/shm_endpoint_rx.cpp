@@ -96,8 +96,10 @@ bool ShmEndpoint::drain_rx_slots()
 	}
 }
 
-uint32_t ShmEndpoint::consumed_in_place(const SlotHeader &h, const uint8_t *payload,
-					uint32_t ready)
+// Once per message: inline in drain_rx_slots, the whole one-slot message without a call
+// of its own; the rest out of line.
+[[gnu::always_inline]] inline uint32_t
+ShmEndpoint::consumed_in_place(const SlotHeader &h, const uint8_t *payload, uint32_t ready)
 {
 	// Every message is shown, checked as take_slot would first (a forged one is not offered
 	// and fails the connection there); only a whole one without CQ data can be taken: in
@@ -108,19 +110,30 @@ uint32_t ShmEndpoint::consumed_in_place(const SlotHeader &h, const uint8_t *payl
 	// The common slot first: a whole message in this slot without CQ data, checked on
 	// every field valid_slot looks at for it (no other flag, len == total within the
 	// slot, status, id, RMA fields and reserved 0), in one test instead of its general walk.
-	bool plain = h.flags == kSlotFirst;
-	bool whole = plain && h.len == h.total && h.len <= kSlotPayload &&
+	bool whole = h.flags == kSlotFirst && h.len == h.total && h.len <= kSlotPayload &&
 		     (h.status | h.id | h.rma_key | h.rma_addr | h.reserved) == 0;
-	if (!whole && !valid_slot(h))
-		return 0; // (valid_slot passes a whole one only if the test above did)
+	if (!whole) [[unlikely]]
+		return offered_not_whole(h, payload, ready);
+	ofi_rx_inplace_request request{payload, h.len, next_rx_context()};
+	return consume_(consume_arg_, &request) == 1 ? 1 : 0;
+}
+
+void *ShmEndpoint::next_rx_context()
+{
 	while (!rx_queue_.empty() && rx_queue_.front().canceled)
 		rx_queue_.pop();
-	ofi_rx_inplace_request request{whole ? payload : nullptr, whole ? h.len : h.total,
-				       rx_queue_.empty() ? nullptr : rx_queue_.front().context,
-				       nullptr, 0};
+	return rx_queue_.empty() ? nullptr : rx_queue_.front().context;
+}
+
+uint32_t ShmEndpoint::offered_not_whole(const SlotHeader &h, const uint8_t *payload,
+					uint32_t ready)
+{
+	if (!valid_slot(h))
+		return 0; // (valid_slot passes a whole one only if consumed_in_place's test did)
+	ofi_rx_inplace_request request{nullptr, h.total, next_rx_context(), nullptr, 0};
 	iovec pieces[kSlots];
-	uint32_t slots = whole ? 1 : 0;
-	if (plain && !whole) {
+	uint32_t slots = 0;
+	if (h.flags == kSlotFirst) {
 		slots = message_pieces(h, payload, ready, pieces);
 		if (slots) {
 			request.pieces = pieces;

@@ -332,3 +332,87 @@ TEST(RxmWire, CollectiveMessages)
 	m = message(h, 16);
 	EXPECT_EQ(-FI_EIO, decode_message(m, &d));
 }
+
+// decode_plain_eager (the receive's inline check of the common eager header) accepts what
+// encode_eager_header writes, with the fields decode_message gives.
+TEST(RxmWire, PlainEagerDecodeAgreesWithFullDecode)
+{
+	for (uint16_t flags : {uint16_t(0), wire_flag::tagged, wire_flag::remote_cq_data,
+			       uint16_t(wire_flag::tagged | wire_flag::remote_cq_data)}) {
+		for (uint32_t len : {0u, 1u, 8u, 4000u}) {
+			std::vector<uint8_t> m(kWireHeaderSize + len, 0x5a);
+			encode_eager_header(m.data(), flags, 0x0102030405060708ULL,
+					    0x1112131415161718ULL, len, 0xa1b2c3d4u, 7);
+			EagerHeader e;
+			ASSERT_TRUE(decode_plain_eager(m.data(), m.size(), &e)) << flags << " " << len;
+			WireHeader d;
+			ASSERT_EQ(0, decode_message(m, &d));
+			EXPECT_EQ(d.flags, e.flags);
+			EXPECT_EQ(d.tag, e.tag);
+			EXPECT_EQ(d.cq_data, e.cq_data);
+			EXPECT_EQ(d.msg_id, e.msg_id);
+			WireHeader p = plain_eager_header(e, len);
+			EXPECT_EQ(d.op, p.op);
+			EXPECT_EQ(d.flags, p.flags);
+			EXPECT_EQ(d.payload_len, p.payload_len);
+			EXPECT_EQ(d.tag, p.tag);
+			EXPECT_EQ(d.cq_data, p.cq_data);
+			EXPECT_EQ(d.msg_id, p.msg_id);
+			EXPECT_EQ(d.total_len, p.total_len);
+			EXPECT_EQ(d.offset, p.offset);
+		}
+	}
+}
+
+// A forged header: whatever byte a peer changes, decode_plain_eager accepts only what
+// decode_message accepts too, with the same fields; the fields it folds into its few
+// compares are each rejected.
+TEST(RxmWire, PlainEagerDecodeRejectsEveryForgedField)
+{
+	const uint32_t len = 16;
+	std::vector<uint8_t> good(kWireHeaderSize + len, 0x5a);
+	encode_eager_header(good.data(), wire_flag::tagged, 0x0102030405060708ULL, 0, len, 3, 0);
+	for (size_t at = 0; at < kWireHeaderSize; at++) {
+		for (uint8_t v : {uint8_t(0x00), uint8_t(0x01), uint8_t(0x02), uint8_t(0x08),
+				  uint8_t(0x10), uint8_t(0x80), uint8_t(0xff),
+				  uint8_t(good[at] ^ 0x01)}) {
+			std::vector<uint8_t> m = good;
+			m[at] = v;
+			EagerHeader e;
+			if (!decode_plain_eager(m.data(), m.size(), &e))
+				continue;
+			WireHeader d;
+			ASSERT_EQ(0, decode_message(m, &d)) << "byte " << at << " = " << int(v);
+			EXPECT_EQ(WireOp::eager, d.op);
+			EXPECT_EQ(d.flags, e.flags);
+			EXPECT_EQ(d.tag, e.tag);
+			EXPECT_EQ(d.cq_data, e.cq_data);
+			EXPECT_EQ(d.msg_id, e.msg_id);
+		}
+	}
+	auto rejects = [&](size_t at, uint8_t v) {
+		std::vector<uint8_t> m = good;
+		m[at] = v;
+		EagerHeader e;
+		return !decode_plain_eager(m.data(), m.size(), &e);
+	};
+	EXPECT_TRUE(rejects(0, kWireVersion + 1));                        // version
+	EXPECT_TRUE(rejects(1, uint8_t(WireOp::sar_segment)));            // op
+	EXPECT_TRUE(rejects(2, wire_flag::tagged | wire_flag::delivery_complete));
+	EXPECT_TRUE(rejects(2, wire_flag::tagged | wire_flag::cma));
+	EXPECT_TRUE(rejects(3, 0x01));                                    // cma_only
+	EXPECT_TRUE(rejects(3, 0x02));                                    // unknown flag
+	EXPECT_TRUE(rejects(4, len + 1));                                 // payload_len
+	EXPECT_TRUE(rejects(7, 0x01));
+	EXPECT_TRUE(rejects(32, len - 1));                                // total_len
+	EXPECT_TRUE(rejects(39, 0x01));
+	EXPECT_TRUE(rejects(40, 0x01));                                   // offset
+	EXPECT_TRUE(rejects(47, 0x80));
+	EXPECT_TRUE(rejects(54, 0x01));                                   // padding
+	EXPECT_TRUE(rejects(55, 0x01));
+	EagerHeader e;
+	EXPECT_FALSE(decode_plain_eager(good.data(), kWireHeaderSize - 1, &e)); // short
+	EXPECT_FALSE(decode_plain_eager(good.data(), good.size() - 1, &e));     // length
+	// A message 4 GiB longer than its header says (payload_len is 32 bits) is not it.
+	EXPECT_FALSE(decode_plain_eager(good.data(), good.size() + (1ULL << 32), &e));
+}

@@ -291,6 +291,7 @@ int RxmEndpoint::allocate_pools()
 	size_t recv_count = info_->rx_attr ? info_->rx_attr->size : p.rx_size;
 	recvs_.resize(recv_count);
 	for (size_t i = recv_count; i-- > 0;) {
+		recvs_[i].reset(); // the state of a free receive (rxm_recv_inline.h)
 		recvs_[i].in_use = false;
 		recvs_[i].next_free = free_recvs_;
 		free_recvs_ = &recvs_[i];

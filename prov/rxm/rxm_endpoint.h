@@ -288,8 +288,10 @@ private:
 			    bool tagged);
 	ssize_t post_one(void *buf, size_t len, void *desc, fi_addr_t src, uint64_t tag,
 			 uint64_t ignore, void *context, uint64_t flags, bool tagged);
+	ssize_t take_unexpected_or_post(RecvOp *op, MatchKind kind);
 	RecvOp *alloc_recv();          // inline (rxm_recv_inline.h)
 	void free_recv(RecvOp *op);    // inline (rxm_recv_inline.h)
+	void release_taken_recv(RecvOp *op); // inline (rxm_recv_inline.h)
 	void on_rx_buffer(RxBuffer *buf, size_t len);
 	bool repost(RxBuffer *buf);
 	void handle_message(RxmConn *conn, const WireHeader &hdr, std::span<const uint8_t> payload);

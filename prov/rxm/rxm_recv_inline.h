@@ -13,13 +13,18 @@
 
 namespace rxm {
 
+// A free RecvOp is in its reset state (RecvOp::reset) but for what every post writes
+// itself (the buffers, iov_count, capacity, context, op_flags, tagged and the match spec):
+// the general path resets a receive when it frees it (free_recv), and a receive only
+// posted and taken by take_expected_eager changed nothing else (release_taken_recv). So a
+// post (fi_trecv) writes only its own fields, not the ~25 of a reset.
 inline RecvOp *RxmEndpoint::alloc_recv()
 {
 	RecvOp *op = free_recvs_;
 	if (!op)
 		return nullptr;
 	free_recvs_ = op->next_free;
-	op->reset();
+	op->in_use = true;
 	return op;
 }
 
@@ -27,6 +32,16 @@ inline void RxmEndpoint::free_recv(RecvOp *op)
 {
 	if (op->own_mr_count) // only a rendezvous registers
 		close_own_mrs(op->own_mr, op->own_shm_mr, &op->own_mr_count);
+	op->reset();
+	op->in_use = false;
+	op->next_free = free_recvs_;
+	free_recvs_ = op;
+}
+
+// free_recv of a receive that only a post and take_expected_eager touched (unlinked from
+// the matcher): still in its reset state.
+inline void RxmEndpoint::release_taken_recv(RecvOp *op)
+{
 	op->in_use = false;
 	op->next_free = free_recvs_;
 	free_recvs_ = op;
@@ -73,7 +88,7 @@ RxmEndpoint::take_expected_eager(RxmConn *conn, const EagerHeader &e,
 		rx_cq()->write(op->context, flags, len, buf, e.cq_data, e.tag, source);
 	if (util::Counter *received = counter(kRecvCntr))
 		received->increment();
-	free_recv(op);
+	release_taken_recv(op);
 	return true;
 }
 

@@ -26,6 +26,7 @@
 #include "prov/rxm/rxm_domain.h"
 #include "prov/rxm/rxm_endpoint.h"
 #include "prov/rxm/rxm_provider.h"
+#include "prov/rxm/rxm_recv_inline.h"
 
 #include <rdma/fi_errno.h>
 

@@ -528,7 +528,8 @@ private:
 	static int shm_consume_thunk(void *arg,
 				     const struct ofi_rx_inplace_request *req) noexcept;
 	bool consume_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req);
-	bool take_from_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req);
+	bool take_from_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req); // inline
+	bool take_general_from_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req);
 	bool take_pieces(RxmConn *conn, const WireHeader &hdr, const struct iovec *pieces,
 			 size_t count);
 	void on_inplace_buffer_back(RxmConn *conn);

@@ -92,6 +92,28 @@ RxmEndpoint::take_expected_eager(RxmConn *conn, const EagerHeader &e,
 	return true;
 }
 
+// A message offered where it lies (shm's ring slot, tcp's stage; rxm_shm_direct.cpp): inline
+// in both offers' thunks. The common one, whole in one piece and as encode_eager_header
+// writes it, is decoded inline (decode_plain_eager reads each byte once) and, expected by a
+// plain receive, taken without building a WireHeader; the rest out of line.
+[[gnu::always_inline]] inline bool
+RxmEndpoint::take_from_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req)
+{
+	if (conn->inplace_rx_in_cq.load(std::memory_order_relaxed) ||
+	    conn->state == ConnState::closed || conn->rx_held || conn->sar.active())
+		return false;
+	EagerHeader e;
+	const auto *msg = static_cast<const uint8_t *>(req->msg);
+	if (!msg || !decode_plain_eager(msg, req->len, &e))
+		return take_general_from_shm(conn, req);
+	size_t len = req->len - kWireHeaderSize;
+	if (!take_expected_eager(conn, e, msg + kWireHeaderSize, len) &&
+	    !take_eager(conn, plain_eager_header(e, len), {msg + kWireHeaderSize, len}))
+		return false;
+	taken_in_place_++;
+	return true;
+}
+
 } // namespace rxm
 
 #endif

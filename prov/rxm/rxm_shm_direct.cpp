@@ -66,7 +66,7 @@ void RxmEndpoint::stop_core_inplace(RxmConn *conn)
 }
 
 // consume_shm is this thunk's only step: inline, one call less per message.
-inline bool RxmEndpoint::consume_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req)
+[[gnu::always_inline]] inline bool RxmEndpoint::consume_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req)
 {
 	bool taken = false;
 	if (lock_.try_lock()) {
@@ -88,26 +88,9 @@ int RxmEndpoint::shm_consume_thunk(void *arg, const struct ofi_rx_inplace_reques
 	}
 }
 
-bool RxmEndpoint::take_from_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req)
+// take_from_shm (rxm_recv_inline.h) of anything but a plain eager message whole in one piece.
+bool RxmEndpoint::take_general_from_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req)
 {
-	if (conn->inplace_rx_in_cq.load(std::memory_order_relaxed) ||
-	    conn->state == ConnState::closed || conn->rx_held || conn->sar.active())
-		return false;
-	// The common message, whole in one piece and as encode_eager_header writes it, decoded
-	// inline (decode_plain_eager reads each byte once) and, expected by a plain receive,
-	// taken without building a WireHeader (take_expected_eager).
-	if (req->msg) {
-		const auto *msg = static_cast<const uint8_t *>(req->msg);
-		EagerHeader e;
-		if (decode_plain_eager(msg, req->len, &e)) {
-			size_t len = req->len - kWireHeaderSize;
-			if (!take_expected_eager(conn, e, msg + kWireHeaderSize, len) &&
-			    !take_eager(conn, plain_eager_header(e, len), {msg + kWireHeaderSize, len}))
-				return false;
-			taken_in_place_++;
-			return true;
-		}
-	}
 	// The message whole in one piece, or (a message over several shm slots) in pieces.
 	const void *first = req->msg;
 	size_t first_len = req->len;

@@ -118,7 +118,7 @@ ShmEndpoint::consumed_in_place(const SlotHeader &h, const uint8_t *payload, uint
 	return consume_(consume_arg_, &request) == 1 ? 1 : 0;
 }
 
-void *ShmEndpoint::next_rx_context()
+inline void *ShmEndpoint::next_rx_context()
 {
 	while (!rx_queue_.empty() && rx_queue_.front().canceled)
 		rx_queue_.pop();

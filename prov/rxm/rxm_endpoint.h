@@ -288,6 +288,8 @@ private:
 			    bool tagged);
 	ssize_t post_one(void *buf, size_t len, void *desc, fi_addr_t src, uint64_t tag,
 			 uint64_t ignore, void *context, uint64_t flags, bool tagged);
+	ssize_t post_one_locked(void *buf, size_t len, void *desc, fi_addr_t src, uint64_t tag,
+				uint64_t ignore, void *context, uint64_t flags, bool tagged);
 	ssize_t take_unexpected_or_post(RecvOp *op, MatchKind kind);
 	RecvOp *alloc_recv();          // inline (rxm_recv_inline.h)
 	void free_recv(RecvOp *op);    // inline (rxm_recv_inline.h)

@@ -874,7 +874,19 @@ void RxmEndpoint::on_rndv_read_done(RecvOp *op, int err)
 		return -FI_EINVAL;
 	if (!(info_->caps & FI_DIRECTED_RECV))
 		src = FI_ADDR_UNSPEC;
+	// Without a real lock (FI_THREAD_DOMAIN/COMPLETION) the post has no call to make and
+	// saves no registers.
+	if (!lock_.is_real())
+		return post_one_locked(buf, len, desc, src, tag, ignore, context, flags, tagged);
 	std::lock_guard guard(lock_);
+	return post_one_locked(buf, len, desc, src, tag, ignore, context, flags, tagged);
+}
+
+// post_one with the endpoint's lock held (or none needed).
+[[gnu::always_inline]] inline ssize_t
+RxmEndpoint::post_one_locked(void *buf, size_t len, void *desc, fi_addr_t src, uint64_t tag,
+			     uint64_t ignore, void *context, uint64_t flags, bool tagged)
+{
 	if (!enabled())
 		return -FI_EOPBADSTATE;
 	RecvOp *op = alloc_recv();

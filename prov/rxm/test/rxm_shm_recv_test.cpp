@@ -6,56 +6,29 @@
 // writes an entry FI_SELECTIVE_COMPLETION leaves out, or copies a message that does not fit
 // (FI_ETRUNC), and when messages that arrived before their receive lose their order.
 // Each runs with the default threading and with FI_THREAD_DOMAIN.
-#include <rdma/fabric.h>
-#include <rdma/fi_cm.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
-#include <rdma/fi_errno.h>
-#include <rdma/fi_tagged.h>
+#include "rxm_test_node.h"
 
-#include <gtest/gtest.h>
+#include <rdma/fi_tagged.h>
 
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace {
 
-struct Receiver {
+struct Received {
 	fi_cq_tagged_entry entry;
 	fi_addr_t source;
 };
 
-struct Side {
-	Side(fi_info *info, uint64_t rx_bind_flags)
+// An rxm endpoint (rxm_test_node.h) that keeps every completion with its source
+// (fi_cq_readfrom), and every error entry.
+struct Side : rxm_test::RdmNode {
+	Side(fi_info *info, uint64_t bind_flags)
+	    : RdmNode(info, {.cq_size = 1024, .cq_bind_flags = bind_flags})
 	{
-		fi_av_attr av_attr{};
-		av_attr.type = FI_AV_TABLE;
-		fi_cq_attr cq_attr{};
-		cq_attr.format = FI_CQ_FORMAT_TAGGED;
-		cq_attr.size = 1024;
-		EXPECT_EQ(0, fi_fabric(info->fabric_attr, &fabric, nullptr));
-		EXPECT_EQ(0, fi_domain(fabric, info, &domain, nullptr));
-		EXPECT_EQ(0, fi_av_open(domain, &av_attr, &av, nullptr));
-		EXPECT_EQ(0, fi_cq_open(domain, &cq_attr, &cq, nullptr));
-		EXPECT_EQ(0, fi_endpoint(domain, info, &ep, nullptr));
-		EXPECT_EQ(0, fi_ep_bind(ep, &av->fid, 0));
-		EXPECT_EQ(0, fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV | rx_bind_flags));
-		EXPECT_EQ(0, fi_enable(ep));
-		name_len = sizeof(name);
-		EXPECT_EQ(0, fi_getname(&ep->fid, name, &name_len));
-	}
-	~Side()
-	{
-		for (fid *f : {&ep->fid, &cq->fid, &av->fid, &domain->fid, &fabric->fid})
-			EXPECT_EQ(0, fi_close(f));
-	}
-	fi_addr_t insert(const Side &peer)
-	{
-		fi_addr_t out = FI_ADDR_NOTAVAIL;
-		EXPECT_EQ(1, fi_av_insert(av, peer.name, 1, &out, 0, nullptr));
-		return out;
 	}
 	void poll()
 	{
@@ -71,14 +44,7 @@ struct Side {
 		}
 	}
 
-	fid_fabric *fabric = nullptr;
-	fid_domain *domain = nullptr;
-	fid_av *av = nullptr;
-	fid_cq *cq = nullptr;
-	fid_ep *ep = nullptr;
-	uint8_t name[64];
-	size_t name_len = 0;
-	std::vector<Receiver> done;
+	std::vector<Received> done;
 	std::vector<fi_cq_err_entry> errors;
 };
 

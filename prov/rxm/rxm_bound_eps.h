@@ -96,12 +96,23 @@ public:
 	// than the loop it guards.
 	template <class F> [[gnu::always_inline]] inline void for_each(F f)
 	{
+		if (RxmEndpoint *only = sole_serialised()) {
+			f(only); // read once, so f may detach it
+			return;
+		}
+		for_each_general(f);
+	}
+	// The usual CQ of a serialised domain: its one endpoint, read without a lock or a
+	// count (see for_each); else null. A caller may test this first and leave the
+	// general walk out of line, so that a busy poller's pass saves no registers for it.
+	RxmEndpoint *sole_serialised() const noexcept
+	{
+		return !concurrent_ && eps_.size() == 1 ? eps_.front() : nullptr;
+	}
+	// for_each without the sole_serialised() case in front.
+	template <class F> void for_each_general(F f)
+	{
 		if (!concurrent_) {
-			if (eps_.size() == 1) { // the usual CQ: read once, so f may detach it
-				RxmEndpoint *only = eps_.front();
-				f(only);
-				return;
-			}
 			Snapshot copy;
 			copy.take(eps_);
 			copy.call(f);

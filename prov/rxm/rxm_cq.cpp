@@ -35,7 +35,16 @@ void RxmCq::detach(RxmEndpoint *ep)
 
 void RxmCq::run_progress()
 {
-	eps_.for_each([](RxmEndpoint *ep) { ep->progress(); });
+	// A busy poller's usual CQ (one endpoint, a serialised domain): a tail call, no frame;
+	// every other shape walks the list out of line.
+	if (RxmEndpoint *only = eps_.sole_serialised())
+		return only->progress();
+	progress_all();
+}
+
+void RxmCq::progress_all()
+{
+	eps_.for_each_general([](RxmEndpoint *ep) { ep->progress(); });
 }
 
 void RxmCq::progress_for_read(size_t count)
@@ -44,7 +53,21 @@ void RxmCq::progress_for_read(size_t count)
 	// completions one at a time then pays the cores' system calls once per batch, not once
 	// per entry. Progress runs again as soon as the queue cannot fill the request.
 	if (queued() < std::max<size_t>(count, 1))
+		return run_progress();
+}
+
+ssize_t RxmCq::readfrom(void *buf, size_t count, fi_addr_t *src_addr)
+{
+	// util's readfrom with our progress in place of its virtual progress_for_read: a busy
+	// poller's read of an empty CQ is this frame, the endpoint's pass and -FI_EAGAIN.
+	// Queued entries are handed out without progressing (see progress_for_read).
+	note_read();
+	if (queued() == 0) {
 		run_progress();
+		if (queued() == 0 && !event_fd_set() && count && buf)
+			return -FI_EAGAIN;
+	}
+	return take(buf, count, src_addr);
 }
 
 void RxmCq::write_error(void *context, uint64_t flags, int err, size_t len, size_t olen,

@@ -23,6 +23,8 @@ public:
 	RxmCq(RxmDomain &domain, const struct fi_cq_attr *attr, void *context);
 
 	// fi_ops_cq members that differ from util's.
+	ssize_t read(void *buf, size_t count) { return readfrom(buf, count, nullptr); }
+	ssize_t readfrom(void *buf, size_t count, fi_addr_t *src_addr);
 	ssize_t readerr(struct fi_cq_err_entry *buf, uint64_t flags);
 	int control(int command, void *arg); // FI_GETWAIT: cores_wait_fd_handed_out
 	const char *strerror(int prov_errno, const void *err_data, char *buf, size_t len);
@@ -45,6 +47,7 @@ public:
 			 uint64_t data, uint64_t tag, int prov_errno);
 
 private:
+	[[gnu::noinline]] void progress_all(); // run_progress beyond one serialised endpoint
 	BoundEndpoints eps_;
 };
 

@@ -13,6 +13,19 @@
 
 namespace util {
 
+inline bool CompletionQueue::progress_entry()
+{
+	// progress_then_ready(1) for a CQ whose progress_for_read and run_progress are util's
+	// (the domain's pass): the core CQ below rxm, looked at on each of rxm's passes.
+	if (!progress_is_domains_.load(std::memory_order_relaxed))
+		return progress_then_ready(1);
+	note_read();
+	if (queued() != 0)
+		return true;
+	domain_.progress();
+	return queued() != 0 || event_fd_set();
+}
+
 namespace {
 
 // A CQ record holds an fi_cq_tagged_entry, and a read copies the first entry_size_of(format)
@@ -368,13 +381,6 @@ ssize_t CompletionQueue::progress_and_read(void *buf, size_t count, fi_addr_t *s
 	return take(buf, count, src_addr);
 }
 
-ssize_t CompletionQueue::take(void *buf, size_t count, fi_addr_t *src_addr)
-{
-	if (lock_.is_real())
-		return take_locked(buf, count, src_addr);
-	return read_locked(buf, count, src_addr);
-}
-
 ssize_t CompletionQueue::take_locked(void *buf, size_t count, fi_addr_t *src_addr)
 {
 	// As write_locked: the usual case (a free lock, entries in the ring only, no eventfd
@@ -401,19 +407,6 @@ ssize_t CompletionQueue::take_contended(void *buf, size_t count, fi_addr_t *src_
 {
 	LockGuard guard(lock_);
 	return read_locked(buf, count, src_addr);
-}
-
-bool CompletionQueue::progress_entry()
-{
-	// progress_then_ready(1) for a CQ whose progress_for_read and run_progress are util's
-	// (the domain's pass): the core CQ below rxm, looked at on each of rxm's passes.
-	if (!progress_is_domains_.load(std::memory_order_relaxed))
-		return progress_then_ready(1);
-	note_read();
-	if (queued() != 0)
-		return true;
-	domain_.progress();
-	return queued() != 0 || event_fd_set();
 }
 
 bool CompletionQueue::progress_then_ready(size_t count)

@@ -58,15 +58,21 @@ void RxmCq::progress_for_read(size_t count)
 
 ssize_t RxmCq::readfrom(void *buf, size_t count, fi_addr_t *src_addr)
 {
-	// util's readfrom with our progress in place of its virtual progress_for_read: a busy
-	// poller's read of an empty CQ is this frame, the endpoint's pass and -FI_EAGAIN.
-	// Queued entries are handed out without progressing (see progress_for_read).
+	// util's readfrom with our progress in place of its virtual progress_for_read. Queued
+	// entries are handed out without progressing (see progress_for_read). Only tail calls
+	// here, so the read of a queued entry saves no registers for the progress path.
 	note_read();
-	if (queued() == 0) {
-		run_progress();
-		if (queued() == 0 && !event_fd_set() && count && buf)
-			return -FI_EAGAIN;
-	}
+	if (queued() == 0)
+		return progress_and_take(buf, count, src_addr);
+	return take(buf, count, src_addr);
+}
+
+ssize_t RxmCq::progress_and_take(void *buf, size_t count, fi_addr_t *src_addr)
+{
+	// A busy poller's read of an empty CQ: this frame, the endpoint's pass, -FI_EAGAIN.
+	run_progress();
+	if (queued() == 0 && !event_fd_set() && count && buf)
+		return -FI_EAGAIN;
 	return take(buf, count, src_addr);
 }
 

@@ -48,6 +48,7 @@ public:
 
 private:
 	[[gnu::noinline]] void progress_all(); // run_progress beyond one serialised endpoint
+	[[gnu::noinline]] ssize_t progress_and_take(void *buf, size_t count, fi_addr_t *src_addr);
 	BoundEndpoints eps_;
 };
 

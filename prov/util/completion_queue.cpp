@@ -205,14 +205,14 @@ void CompletionQueue::write_locked(void *context, uint64_t flags, size_t len, vo
 		return write_contended(context, flags, len, buf, data, tag, src_addr);
 	Record *slot = ring_.back_slot();
 	if (!slot || event_fd_due()) [[unlikely]] {
-		lock_.unlock();
+		lock_.unlock_free_only();
 		return write_contended(context, flags, len, buf, data, tag, src_addr);
 	}
 	slot->entry = {context, flags, len, buf, data, tag};
 	slot->src_addr = src_addr;
 	ring_.commit_back();
 	queued_.store(ring_.size(), std::memory_order_release);
-	lock_.unlock();
+	lock_.unlock_free_only();
 }
 
 void CompletionQueue::write_contended(void *context, uint64_t flags, size_t len, void *buf,
@@ -388,7 +388,7 @@ ssize_t CompletionQueue::take_locked(void *buf, size_t count, fi_addr_t *src_add
 	if (count == 0 || !buf || !lock_.lock_free_only()) [[unlikely]]
 		return take_contended(buf, count, src_addr);
 	if (!overflow_.empty() || event_fd_set()) [[unlikely]] {
-		lock_.unlock();
+		lock_.unlock_free_only();
 		return take_contended(buf, count, src_addr);
 	}
 	size_t n = take_in_format(static_cast<uint8_t *>(buf), count, src_addr);
@@ -399,7 +399,7 @@ ssize_t CompletionQueue::take_locked(void *buf, size_t count, fi_addr_t *src_add
 	} else {
 		result = ring_.empty() ? -FI_EAGAIN : -FI_EAVAIL;
 	}
-	lock_.unlock();
+	lock_.unlock_free_only();
 	return result;
 }
 

@@ -67,15 +67,20 @@ public:
 	// A real lock taken only if nobody holds it, this thread included (no recursion, no
 	// waiting); false otherwise, and the caller locks the usual way. For short sections
 	// that must make no call while holding the lock (a call there costs the caller a
-	// register save on every entry): lock_free_only() ... unlock().
+	// register save on every entry): lock_free_only() ... unlock_free_only(). Such a
+	// section cannot re-enter the lock, so it records no owner and no depth: the owner
+	// word stays 0 (every unlock clears it), which no thread takes for its own.
 	bool lock_free_only() noexcept
 	{
 		int seen = kFree;
-		if (!state_.compare_exchange_strong(seen, kHeld, std::memory_order_acquire,
-						    std::memory_order_relaxed))
-			return false;
-		take(self_id());
-		return true;
+		return state_.compare_exchange_strong(seen, kHeld, std::memory_order_acquire,
+						      std::memory_order_relaxed);
+	}
+	// Releases what lock_free_only() took (and only that).
+	void unlock_free_only() noexcept
+	{
+		if (state_.fetch_sub(1, std::memory_order_release) != kHeld)
+			wake_one();
 	}
 
 	// The policy for objects of a domain with these attributes.

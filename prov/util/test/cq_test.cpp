@@ -475,6 +475,51 @@ TEST(UtilLock, RecursiveForItsOwnerExclusiveBetweenThreads)
 	lock.unlock();
 }
 
+// The CQ's short sections (lock_free_only ... unlock_free_only, which record no owner)
+// mixed with the usual recursive lock: exclusive both ways, a waiter is woken by either
+// release, and a free-only section is never taken over a holder, this thread included.
+TEST(UtilLock, FreeOnlySectionsMixWithTheUsualLock)
+{
+	util::Lock lock(util::Lock::Kind::Mutex);
+	long counter = 0;
+	auto free_only = [&]() {
+		for (int i = 0; i < 100000; ++i) {
+			if (lock.lock_free_only()) {
+				++counter;
+				lock.unlock_free_only();
+			} else {
+				util::LockGuard guard(lock); // the CQ's general path
+				++counter;
+			}
+		}
+	};
+	auto usual = [&]() {
+		for (int i = 0; i < 100000; ++i) {
+			util::LockGuard outer(lock);
+			util::LockGuard inner(lock);
+			++counter;
+		}
+	};
+	std::thread a(free_only), b(usual), c(free_only);
+	a.join();
+	b.join();
+	c.join();
+	EXPECT_EQ(counter, 300000);
+
+	lock.lock();
+	EXPECT_FALSE(lock.lock_free_only()) << "held by this thread: no recursion";
+	lock.unlock();
+	ASSERT_TRUE(lock.lock_free_only());
+	std::atomic<bool> taken{false};
+	std::thread other([&] { taken = lock.try_lock(); if (taken) lock.unlock(); });
+	other.join();
+	EXPECT_FALSE(taken.load()) << "a free-only holder excludes other threads";
+	EXPECT_FALSE(lock.try_lock()) << "nor is it taken for this thread's own";
+	lock.unlock_free_only();
+	EXPECT_TRUE(lock.try_lock());
+	lock.unlock();
+}
+
 } // namespace
 
 namespace {

@@ -75,18 +75,17 @@ protected:
 		to_b = a->insert(*b);
 		from_a = b->insert(*a);
 	}
+	// Both sides polled (rxm_test::poll_until) until each has this many completions.
 	bool poll_until(size_t a_done, size_t b_done,
 			std::chrono::milliseconds limit = std::chrono::seconds(10))
 	{
-		auto deadline = std::chrono::steady_clock::now() + limit;
-		while (std::chrono::steady_clock::now() < deadline) {
-			a->poll();
-			b->poll();
-			if (a->done.size() + a->errors.size() >= a_done &&
-			    b->done.size() + b->errors.size() >= b_done)
-				return true;
-		}
-		return false;
+		return rxm_test::poll_until<Side>(
+			{a.get(), b.get()},
+			[&] {
+				return a->done.size() + a->errors.size() >= a_done &&
+				       b->done.size() + b->errors.size() >= b_done;
+			},
+			limit);
 	}
 	void tsend(uint64_t value, uint64_t tag, bool data = false, uint64_t cq_data = 0)
 	{

@@ -335,7 +335,7 @@ private:
 	// send_framed: the largest frame (our header, the caller's, its payload) it takes; a
 	// payload up to kFramedCopy is copied behind the headers (one buffer for the kernel),
 	// a larger one goes from the caller's pieces. The unsent rest of a frame the socket
-	// took only in part waits in spill_ (allocated when the stream starts; one at most: a
+	// took only in part waits in spill_ (allocated the first time that happens; one at most: a
 	// framed send needs an empty queue, and the rest is the queue's head until sent).
 	static constexpr size_t kFramedMax = kWireHeaderSize + 128 + 4096;
 	static constexpr size_t kFramedHeaderMax = 128;

@@ -82,8 +82,6 @@ Connection::~Connection()
 void Connection::attach(int fd)
 {
 	fd_ = fd;
-	// Without it framed sends are refused (-FI_EAGAIN): the caller's plain path sends.
-	spill_.reset(new (std::nothrow) uint8_t[kFramedMax]);
 	progress_tx();
 }
 
@@ -247,7 +245,7 @@ int Connection::send_framed(const void *hdr, size_t hdr_len, const iovec *payloa
 			     size_t count, size_t payload_len)
 {
 	size_t total = kWireHeaderSize + hdr_len + payload_len;
-	if (tx_head_ || !active() || !spill_ || hdr_len > kFramedHeaderMax ||
+	if (tx_head_ || !active() || hdr_len > kFramedHeaderMax ||
 	    payload_len > kFramedMax || total > kFramedMax || count > kIovLimit ||
 	    tx_pool_.available() == 0)
 		return -FI_EAGAIN;
@@ -287,7 +285,15 @@ int Connection::send_framed(const void *hdr, size_t hdr_len, const iovec *payloa
 	// Nothing sent (a full socket; a failed one is found again by the plain path).
 	if (n <= 0)
 		return -FI_EAGAIN;
-	// The peer has the first n bytes: the rest is ours to send, from spill_.
+	// The peer has the first n bytes: the rest is ours to send, from spill_. It is made
+	// the first time a frame goes out in part (a full socket), not for every connection:
+	// an idle peer costs no 4 KiB.
+	if (!spill_)
+		spill_.reset(new (std::nothrow) uint8_t[kFramedMax]);
+	if (!spill_) { // part of a frame is out and the rest has nowhere to go: the stream ends
+		lost(FI_ENOMEM);
+		return 0;
+	}
 	size_t sent = static_cast<size_t>(n), rest = total - sent, out = 0;
 	for (size_t i = 0; i < iov_count; i++) {
 		size_t len = iov[i].iov_len;

@@ -7,6 +7,7 @@
 #include "prov/rxm/rxm_domain.h"
 #include "prov/rxm/rxm_endpoint.h"
 #include "prov/rxm/rxm_provider.h"
+#include "prov/util/remote_write_context.h"
 
 #include <rdma/fi_errno.h>
 
@@ -228,11 +229,22 @@ void RxmEndpoint::remember_route(fi_addr_t dest, RxmConn *conn, uint64_t av_gene
 	send_routes_[dest] = {conn, av_generation, routes_epoch_};
 }
 
+int offer_remote_write_context(struct fid_ep *core_ep, RxmConn *conn)
+{
+	void *ctx = &conn->remote_writes;
+	int ret = fi_setopt(&core_ep->fid, FI_OPT_ENDPOINT, OFI_OPT_REMOTE_WRITE_CONTEXT, &ctx,
+			    sizeof(ctx));
+	return ret == -FI_ENOPROTOOPT ? 0 : ret;
+}
+
 int RxmEndpoint::setup_core_ep(RxmConn *conn, struct fi_info *info)
 {
 	if (srx_ && info->ep_attr)
 		info->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
 	int ret = fi_endpoint(domain_->core(), info, &conn->core_ep, conn);
+	if (ret)
+		return ret;
+	ret = offer_remote_write_context(conn->core_ep, conn);
 	if (ret)
 		return ret;
 	ret = fi_ep_bind(conn->core_ep, &core_eq_->fid, 0);

@@ -63,6 +63,9 @@ public:
 	size_t peer_eager_size = 0;     // largest eager payload the peer's buffers take
 	uint32_t id = 0;                // ours: peers stamp it on messages (shared receive buffers)
 	uint32_t peer_conn_id = 0;      // the peer's, stamped on what we send
+	// Given to its core endpoints (tcp/shm) to report with the peer's RMA writes carrying
+	// remote CQ data, so that they name their source (rxm_rma.cpp on_remote_write).
+	CoreContext remote_writes{{}, CoreOpKind::remote_write, this};
 	uint64_t source_generation = ~0ULL;
 	uint64_t source_insertions = ~0ULL; // the AV's insertions when source was found unknown
 	uint32_t slot = 0;              // index in the endpoint's conns_ plus one
@@ -158,6 +161,11 @@ struct CoreEqEvent {
 		return error ? err.fid : reinterpret_cast<const fi_eq_cm_entry *>(entry.data())->fid;
 	}
 };
+
+// Asks a core endpoint of the connection to name it on the peer's RMA writes with remote CQ
+// data (conn->remote_writes). A core that does not know the option is fine (the writes then
+// report no source), any other error is returned.
+int offer_remote_write_context(struct fid_ep *core_ep, RxmConn *conn);
 
 } // namespace rxm
 

@@ -794,6 +794,8 @@ size_t RxmEndpoint::drain_cq(struct fid_cq *cq)
 			case CoreOpKind::rndv_read:
 				on_rndv_read_done(static_cast<RecvOp *>(ctx->owner), code);
 				break;
+			case CoreOpKind::remote_write:
+				break; // a peer's write never completes in error here
 			}
 			continue;
 		}
@@ -828,6 +830,8 @@ size_t RxmEndpoint::drain_cq(struct fid_cq *cq)
 			case CoreOpKind::rndv_read:
 				on_rndv_read_done(static_cast<RecvOp *>(ctx->owner), 0);
 				break;
+			case CoreOpKind::remote_write:
+				break; // FI_REMOTE_WRITE entries went to on_remote_write above
 			}
 		}
 		batching_srx_reposts_ = outer;

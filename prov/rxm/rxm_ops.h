@@ -35,12 +35,14 @@ constexpr size_t kControlBufferReserve = 16;
 constexpr uint64_t kNoCompletionFlag = 1ULL << 63;
 
 // rx_direct: an eager message the core places straight into a RecvOp (rxm_direct_recv.cpp).
-enum class CoreOpKind : uint8_t { rx_buffer, tx_buffer, rma, rndv_read, rx_direct };
+// remote_write: the connection's own context, reported by the core for a peer's RMA write
+// with remote CQ data (OFI_OPT_REMOTE_WRITE_CONTEXT, prov/util/remote_write_context.h).
+enum class CoreOpKind : uint8_t { rx_buffer, tx_buffer, rma, rndv_read, rx_direct, remote_write };
 
 struct CoreContext {
 	fi_context2 core_reserved; // the core may use this (FI_CONTEXT/FI_CONTEXT2 modes)
 	CoreOpKind kind;
-	void *owner; // the TxOp / RecvOp of rma and rndv_read operations
+	void *owner; // the TxOp / RecvOp of rma and rndv_read operations, the RxmConn of remote_write
 };
 
 // A receive buffer posted to one core connection.

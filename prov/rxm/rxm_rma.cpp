@@ -87,9 +87,9 @@ ssize_t RxmEndpoint::rma_common(const struct fi_msg_rma *msg, uint64_t flags, bo
 	return 0;
 }
 
-// A peer's RMA write reported by the core (tcp: with remote CQ data only, no context; verbs:
-// a write with immediate data consumes one of the connection's receive buffers). Its remote
-// CQ data goes to our receive CQ.
+// A peer's RMA write reported by the core (tcp, shm: with remote CQ data only, and the
+// connection's remote_writes context; verbs: a write with immediate data consumes one of the
+// connection's receive buffers). Its remote CQ data goes to our receive CQ.
 void RxmEndpoint::on_remote_write(const struct fi_cq_data_entry &comp)
 {
 	RxmConn *conn = nullptr;
@@ -99,6 +99,8 @@ void RxmEndpoint::on_remote_write(const struct fi_cq_data_entry &comp)
 		conn = buf->conn;
 		if (repost(buf))
 			on_buffer_reposted(conn);
+	} else if (ctx && ctx->kind == CoreOpKind::remote_write) {
+		conn = static_cast<RxmConn *>(ctx->owner);
 	}
 	// Remote CQ data has no posted operation to ask for a completion: always reported
 	// (FI_COMPLETION); source_of is a reverse lookup, not made when there is no CQ.

@@ -250,13 +250,16 @@ void RxmEndpoint::shm_offer(RxmConn *conn)
 }
 
 // Opens a shm endpoint on the endpoint's shm domain, bound to its EQ and CQ.
-static int open_shm_ep(const ShmPath &shm, const struct fi_info *info, struct fid_ep **out)
+static int open_shm_ep(const ShmPath &shm, const struct fi_info *info, RxmConn *conn,
+		       struct fid_ep **out)
 {
 	struct fid_ep *ep = nullptr;
 	int ret = fi_endpoint(shm.domain, const_cast<fi_info *>(info), &ep, nullptr);
 	if (ret)
 		return ret;
-	ret = fi_ep_bind(ep, &shm.eq->fid, 0);
+	ret = offer_remote_write_context(ep, conn);
+	if (!ret)
+		ret = fi_ep_bind(ep, &shm.eq->fid, 0);
 	if (!ret)
 		ret = fi_ep_bind(ep, &shm.cq->fid, FI_TRANSMIT | FI_RECV);
 	if (!ret && shm.remote_cntr[0])
@@ -299,7 +302,7 @@ void RxmEndpoint::handle_shm_offer(RxmConn *conn, std::span<const uint8_t> paylo
 	ret = open_shm();
 	struct fid_ep *ep = nullptr;
 	if (!ret)
-		ret = open_shm_ep(*shm_, shm_->info, &ep);
+		ret = open_shm_ep(*shm_, shm_->info, conn, &ep);
 	uint8_t cm[kShmCmDataSize];
 	put_u32(cm, get_u32(payload.data() + kShmNameSize + kShmSecretSize));
 	memcpy(cm + 4, conn->shm_secret, kShmSecretSize);
@@ -349,7 +352,7 @@ void RxmEndpoint::handle_shm_connreq(const struct fi_eq_cm_entry *entry, size_t 
 	}
 	struct fid_ep *ep = nullptr;
 	if (conn && !ret) {
-		ret = open_shm_ep(*shm_, info, &ep);
+		ret = open_shm_ep(*shm_, info, conn, &ep);
 		if (!ret) {
 			ret = fi_accept(ep, nullptr, 0);
 			if (ret)

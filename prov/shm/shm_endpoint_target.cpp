@@ -54,7 +54,7 @@ void ShmEndpoint::finish_write(const Incoming &w)
 		count_remote(FI_REMOTE_WRITE);
 		// Remote CQ data: always reported (it has no posting flags), as tcp does.
 		if (w.has_data)
-			complete_rx(FI_COMPLETION, nullptr,
+			complete_rx(FI_COMPLETION, remote_write_context(),
 				    FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA, w.total, nullptr,
 				    w.data);
 	}

@@ -378,7 +378,7 @@ void TcpEndpoint::rx_done(void *context, uint64_t op_flags, uint64_t cq_flags, v
 	}
 	if (cq_flags & FI_REMOTE_WRITE) {
 		// Remote CQ data of an RMA write: always reported, it has no posting flags.
-		complete_rx(FI_COMPLETION, nullptr, cq_flags, len, nullptr, data);
+		complete_rx(FI_COMPLETION, remote_write_context(), cq_flags, len, nullptr, data);
 		return;
 	}
 	complete_rx(op_flags, context, cq_flags, len, buf, data);

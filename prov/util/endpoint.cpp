@@ -7,6 +7,7 @@
 #include "prov/util/counter.h"
 #include "prov/util/error.h"
 #include "prov/util/event_queue.h"
+#include "prov/util/remote_write_context.h"
 
 #include <cstring>
 
@@ -237,6 +238,11 @@ int Endpoint::setopt(int level, int optname, const void *optval, size_t optlen)
 		if (optlen != sizeof(size_t))
 			return -FI_EINVAL;
 		min_multi_recv_ = *static_cast<const size_t *>(optval);
+		return 0;
+	case OFI_OPT_REMOTE_WRITE_CONTEXT:
+		if (optlen != sizeof(void *))
+			return -FI_EINVAL;
+		remote_write_context_ = *static_cast<void *const *>(optval);
 		return 0;
 	default:
 		return -FI_ENOPROTOOPT;

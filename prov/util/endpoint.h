@@ -51,6 +51,9 @@ public:
 	uint64_t tx_op_flags() const noexcept { return tx_op_flags_; }
 	uint64_t rx_op_flags() const noexcept { return rx_op_flags_; }
 	size_t min_multi_recv() const noexcept { return min_multi_recv_; }
+	// OFI_OPT_REMOTE_WRITE_CONTEXT (remote_write_context.h): op_context of a peer's RMA
+	// write with remote CQ data; NULL unless the layer above set it.
+	void *remote_write_context() const noexcept { return remote_write_context_; }
 
 	// ---- completion helpers (call with the domain lock held) ----
 	// 'op_flags' are the flags of the operation (tx/rx_op_flags() or fi_*msg flags): with
@@ -147,6 +150,7 @@ private:
 	uint64_t tx_op_flags_ = 0;
 	uint64_t rx_op_flags_ = 0;
 	size_t min_multi_recv_ = 0;
+	void *remote_write_context_ = nullptr;
 };
 
 } // namespace util

@@ -564,6 +564,7 @@ TEST_F(RxmLoopback, WriteDataAndInjectWritesReachTheTarget)
 	EXPECT_EQ(FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA, t.entry.flags);
 	EXPECT_EQ(cq_data, t.entry.data);
 	EXPECT_EQ(data.size(), t.entry.len);
+	EXPECT_EQ(a_at_b, t.source) << "FI_SOURCE of a write with remote CQ data";
 	EXPECT_EQ(0, memcmp(target.data() + 100, data.data(), data.size()));
 
 	// Inject forms: the source may be reused at once; no completion at the initiator.
@@ -575,6 +576,7 @@ TEST_F(RxmLoopback, WriteDataAndInjectWritesReachTheTarget)
 	ASSERT_FALSE(t.error);
 	EXPECT_EQ(FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA, t.entry.flags);
 	EXPECT_EQ(42u, t.entry.data);
+	EXPECT_EQ(a_at_b, t.source);
 	EXPECT_EQ(0, memcmp(target.data() + 2000, sent.data(), sent.size()));
 
 	ASSERT_EQ(0, fi_inject_write(a->ep, sent.data(), 32, b_at_a, base + 3000, fi_mr_key(mr)));

@@ -131,7 +131,8 @@ struct Peer {
 		hints->ep_attr->type = FI_EP_RDM;
 		hints->caps = FI_MSG | FI_TAGGED;
 		if (rma)
-			hints->caps |= FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+			hints->caps |= FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |
+				       FI_SOURCE; // remote CQ data names its writer
 		const char *layering = prov ? prov : rxm_test::provider();
 		bool over_shm = strcmp(layering, "shm;ofi_rxm") == 0;
 		hints->fabric_attr->prov_name = strdup(layering);
@@ -196,7 +197,8 @@ struct Peer {
 	bool poll()
 	{
 		fi_cq_tagged_entry comp[8];
-		ssize_t n = fi_cq_read(cq, comp, 8);
+		fi_addr_t src[8];
+		ssize_t n = fi_cq_readfrom(cq, comp, 8, src);
 		if (n == -FI_EAGAIN)
 			return true;
 		if (n == -FI_EAVAIL) {
@@ -212,6 +214,10 @@ struct Peer {
 			if (comp[k].flags & FI_REMOTE_CQ_DATA) {
 				CHILD_CHECK(comp[k].flags & FI_REMOTE_WRITE, "remote CQ data flags %lx",
 					    static_cast<unsigned long>(comp[k].flags));
+				CHILD_CHECK(!(info->caps & FI_SOURCE) || src[k] == peer,
+					    "remote CQ data from %llu, not from the peer %llu",
+					    static_cast<unsigned long long>(src[k]),
+					    static_cast<unsigned long long>(peer));
 				remote_data.push_back(comp[k].data);
 				continue;
 			}

@@ -160,6 +160,10 @@ void RxmEndpoint::choose_limits()
 	if (byte_stream_core() && !p.buffer_size_set)
 		eager_limit_ = std::max(p.buffer_size, p.stream_buffer_size);
 	sar_limit_ = domain_->rma_capable() ? std::max(p.sar_limit, eager_limit_) : SIZE_MAX;
+	// Only where a rendezvous read costs no copy (RDMA: the cores with credit flow
+	// control); over tcp the read is a socket transfer like SAR's.
+	stream_rndv_ = p.stream_rndv && domain_->rma_capable() && domain_->flow_ctrl() &&
+		       sar_limit_ > eager_limit_;
 	inject_limit_ = info_->tx_attr ? info_->tx_attr->inject_size : eager_limit_;
 	{
 		const fi_info *core = domain_->core_info();
@@ -192,8 +196,9 @@ void RxmEndpoint::choose_limits()
 				     : std::min({p.cma_rndv_min_shm, eager_limit_, sar_limit_});
 	if (core_peer_ops_)
 		cma_rndv_min_ = cma_rndv_min_shm_;
-	RXM_INFO(FI_LOG_EP_CTRL, "eager up to %zu, SAR up to %zu, same-host rendezvous %s\n",
-		 eager_limit_, sar_limit_, cma_ ? "offered" : "off");
+	RXM_INFO(FI_LOG_EP_CTRL, "eager up to %zu, SAR up to %zu%s, same-host rendezvous %s\n",
+		 eager_limit_, sar_limit_, stream_rndv_ ? " (sent alone)" : "",
+		 cma_ ? "offered" : "off");
 }
 
 bool RxmEndpoint::byte_stream_core() const

@@ -440,6 +440,10 @@ private:
 	uint64_t core_remote_seen_[2] = {};
 	size_t eager_limit_ = 0;
 	size_t sar_limit_ = 0;
+	// Over RDMA cores (FI_OFI_RXM_STREAM_RNDV): a message above the eager size sent behind
+	// other sends still in flight to its peer goes by rendezvous instead of SAR
+	// (rxm_provider.h: stream_rndv).
+	bool stream_rndv_ = false;
 	size_t inject_limit_ = 0;
 	// Payload goes from the application's buffers to the core (no bounce copy) when the
 	// core needs no local registration; core_iov_limit_ bounds header + payload pieces.

@@ -23,6 +23,11 @@ void define_params()
 			"Messages up to this size are segmented (SAR); larger ones use the "
 			"rendezvous protocol when the core provider supports RMA (default %zu).",
 			g_params.sar_limit);
+	fi_param_define(&rxm_prov, "stream_rndv", FI_PARAM_BOOL,
+			"Over RDMA cores with credit flow control (verbs), a message above the "
+			"eager size sent while other sends to the same peer are still in flight "
+			"uses the rendezvous protocol instead of SAR; a message sent alone keeps "
+			"SAR up to sar_limit (default: yes).");
 	fi_param_define(&rxm_prov, "tx_size", FI_PARAM_SIZE_T,
 			"Default transmit queue depth of rxm endpoints (default %zu).", g_params.tx_size);
 	fi_param_define(&rxm_prov, "rx_size", FI_PARAM_SIZE_T,
@@ -116,6 +121,8 @@ void read_params()
 	int b;
 	if (fi_param_get_bool(&rxm_prov, "use_rndv_write", &b) == 0)
 		g_params.use_rndv_write = b != 0;
+	if (fi_param_get_bool(&rxm_prov, "stream_rndv", &b) == 0)
+		g_params.stream_rndv = b != 0;
 	if (fi_param_get_bool(&rxm_prov, "use_cma", &b) == 0) {
 		g_params.use_cma = b != 0;
 		g_params.use_cma_set = true;

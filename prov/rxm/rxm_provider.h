@@ -25,6 +25,16 @@ struct RxmParams {
 	size_t stream_buffer_size = 65536;
 	bool buffer_size_set = false;
 	size_t sar_limit = 131072;   // larger messages use rendezvous when the core has RMA
+	// Over RDMA cores (credit flow control: verbs RC), a message above the eager size sent
+	// while other sends to the same peer are in flight (a stream) goes by rendezvous, not
+	// SAR: the read lands in the receive buffer with no copy by either CPU, and its extra
+	// round trip overlaps the other messages. A message sent alone (a ping-pong) keeps
+	// SAR, which costs fewer trips. Soft-RoCE VM (qemu TCG, one vCPU: copies take the CPU
+	// the device needs too), loaded, 3 repetitions, MB/s: fi_bw 48/64/128 KiB by SAR
+	// 16-21 / 21-22 / 21-22 (the system, SAR to 128 KiB: 17-23 / 20-22 / 20-23); by rendezvous
+	// 29-34 / 37-41 / 42-46; fi_msg_pingpong 24/32 KiB by SAR 30/33, by rendezvous 23/28
+	// (system 23/25). prov/rxm/README.md "Streams over RDMA cores".
+	bool stream_rndv = true;
 	size_t tx_size = 2048;       // rxm tx queue depth reported to applications
 	size_t rx_size = 2048;       // rxm rx queue depth reported to applications
 	size_t msg_tx_size = 128;    // core MSG endpoint tx depth

@@ -330,7 +330,8 @@ ssize_t RxmEndpoint::send_queued(RxmConn *conn, const struct iovec *iov, void **
 		// A completion at FI_TRANSMIT_COMPLETE or later waits for the core's own.
 		op->core_inject = !op->zero_copy &&
 				  !(flags & (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE));
-	} else if (total <= sar_limit_ && !cma_rndv) {
+	} else if (total <= sar_limit_ && !cma_rndv && !(stream_rndv_ && conn->ops_held > 1)) {
+		// (ops_held counts this op: more means others to this peer are in flight.)
 		op->kind = TxKind::sar;
 		for (size_t i = 0; i < count; i++)
 			op->iov[i] = iov[i];

@@ -824,6 +824,47 @@ TEST_F(RxmLoopback, DeliveryCompleteWaitsForTheReceiver)
 	}
 }
 
+// Over an RDMA core (verbs: credit flow control), a message between the eager size and the
+// SAR limit goes by SAR when sent alone (its send completes with no receive posted: the
+// receiver buffers it) and by rendezvous when it follows other sends still in flight to the
+// peer (FI_OFI_RXM_STREAM_RNDV: its send waits for the matched receive's read). Either way
+// the messages arrive intact and in order. (With FI_OFI_RXM_STREAM_RNDV=0 the streamed send
+// goes by SAR and this fails; with FI_OFI_RXM_SAR_LIMIT=16384 the lone one waits and fails.)
+TEST_F(RxmLoopback, MidSizeSendsGoBySarAloneAndByRendezvousInStreams)
+{
+	if (!strstr(rxm_test::provider(), "verbs"))
+		GTEST_SKIP() << "the protocol choice is an RDMA core's (verbs)";
+	connect_and_settle();
+	constexpr size_t kSize = 65536; // above the 16 KiB eager size, below the 128 KiB SAR limit
+	auto first = pattern(kSize, 3), second = pattern(kSize, 5), third = pattern(kSize, 8);
+
+	// Alone: SAR, complete before any receive is posted.
+	int s1, r1;
+	ASSERT_EQ(0, fi_send(a->ep, first.data(), kSize, nullptr, b_at_a, &s1));
+	ASSERT_FALSE(wait_for(*a, &s1).error) << "a lone mid-size send waited for a receive";
+	std::vector<uint8_t> in1(kSize);
+	ASSERT_EQ(0, fi_recv(b->ep, in1.data(), kSize, nullptr, FI_ADDR_UNSPEC, &r1));
+	ASSERT_FALSE(wait_for(*b, &r1).error);
+	EXPECT_EQ(first, in1);
+
+	// Behind another send in flight: rendezvous, complete only once the receive matched.
+	int s2, s3, r2, r3;
+	ASSERT_EQ(0, fi_send(a->ep, second.data(), kSize, nullptr, b_at_a, &s2));
+	ASSERT_EQ(0, fi_send(a->ep, third.data(), kSize, nullptr, b_at_a, &s3));
+	progress_for(300);
+	for (const Completion &c : a->done)
+		EXPECT_NE(&s3, c.entry.op_context) << "the streamed send completed without a receive";
+	std::vector<uint8_t> in2(kSize), in3(kSize);
+	ASSERT_EQ(0, fi_recv(b->ep, in2.data(), kSize, nullptr, FI_ADDR_UNSPEC, &r2));
+	ASSERT_EQ(0, fi_recv(b->ep, in3.data(), kSize, nullptr, FI_ADDR_UNSPEC, &r3));
+	EXPECT_FALSE(wait_for(*b, &r2).error);
+	EXPECT_FALSE(wait_for(*b, &r3).error);
+	EXPECT_FALSE(wait_for(*a, &s2).error);
+	EXPECT_FALSE(wait_for(*a, &s3).error);
+	EXPECT_EQ(second, in2);
+	EXPECT_EQ(third, in3);
+}
+
 TEST_F(RxmLoopback, MessagesTakingBothReceivePathsStayInOrder)
 {
 	// Over a core that lets rxm take messages where they arrive (tcp's direct receives,

@@ -82,6 +82,7 @@ ssize_t RxmEndpoint::atomic_common(const struct fi_msg_atomic *msg, const struct
 	std::lock_guard guard(lock_);
 	if (!enabled())
 		return -FI_EOPBADSTATE;
+	check_shm_before_send(); // a shm peer's death after idle passes (progress())
 	int err = 0;
 	RxmConn *conn = conn_for_send(msg->addr, &err);
 	if (!conn)

@@ -244,6 +244,7 @@ int RxmEndpoint::setup_core_ep(RxmConn *conn, struct fi_info *info)
 	int ret = fi_endpoint(domain_->core(), info, &conn->core_ep, conn);
 	if (ret)
 		return ret;
+	core_eps_changed_++; // progress() polls the core on every pass again (core_quiet)
 	ret = offer_remote_write_context(conn->core_ep, conn);
 	if (ret)
 		return ret;

@@ -486,6 +486,8 @@ int RxmEndpoint::core_trywait()
 	ret = ret || shm_may_sleep() ? ret : -FI_EAGAIN;
 	if (ret == 0)
 		may_have_slept_.store(true, std::memory_order_relaxed); // see progress()
+	else
+		core_poll_asked_.store(true, std::memory_order_relaxed); // see progress()
 	return ret;
 }
 
@@ -497,6 +499,8 @@ bool RxmEndpoint::core_may_sleep()
 	bool may = fi_trywait(core_fabric_, fids, 2) != -FI_EAGAIN && shm_may_sleep();
 	if (may)
 		may_have_slept_.store(true, std::memory_order_relaxed); // see progress()
+	else
+		core_poll_asked_.store(true, std::memory_order_relaxed); // see progress()
 	return may;
 }
 
@@ -680,21 +684,48 @@ void RxmEndpoint::progress()
 	// (each wait longer than the former 50 us) paid 0.8 of them per round trip.
 	// A new peer's connection request or a lost connection is still seen within
 	// kIdleCoreEqInterval of a spinning reader; a sleeping one wakes on the EQ's fd.
-	bool busy = drain_core_cq() > 0;
 	// An idle pass (this one and the last found nothing) with nothing timed to watch (no
-	// connection being set up, no rendezvous read, no shm peer, no sleep just ended)
-	// reads the clock only every kIdleClockEvery passes: the clock read was a fifth of a
-	// busy poller's empty pass, and the idle EQ interval (kIdleCoreEqInterval, a
-	// millisecond) is still kept within a few passes. Such a pass changes nothing below.
-	bool clock_due = busy || last_pass_busy_ || shm_ || conn_timers_active_ ||
-			 may_have_slept_.load(std::memory_order_relaxed) ||
-			 rndv_read_next_ != std::chrono::steady_clock::time_point{} ||
-			 ++idle_passes_ % kIdleClockEvery == 0;
+	// connection being set up, no rendezvous read, no sleep just ended) reads the clock
+	// only every kIdleClockEvery passes (a tick): the clock read was a fifth of a busy
+	// poller's empty pass, and the idle EQ intervals (kIdleCoreEqInterval, a millisecond;
+	// shm's kIdleEqInterval, 50 us) are still kept within a few passes. Such a pass
+	// changes nothing below.
+	bool busy;
+	bool clock_due;
+	if (!shm_) {
+		busy = drain_core_cq() > 0;
+		clock_due = busy || last_pass_busy_ || conn_timers_active_ ||
+			    may_have_slept_.load(std::memory_order_relaxed) ||
+			    rndv_read_next_ != std::chrono::steady_clock::time_point{} ||
+			    ++idle_passes_ % kIdleClockEvery == 0;
+	} else {
+		// With peers on shm, shm connections being set up are watched on every pass. A
+		// shm peer's death is seen only by a system call (its socket's hangup, read
+		// through the shm EQ): a pass that skips the clock leaves shm_check_on_send_ set,
+		// and the next send reads the shm EQ first if it is due (shm_check_before_send),
+		// so a send after an idle spell does not go into the ring of a peer that died
+		// meanwhile when a pass reading the clock would have seen it.
+		bool watch = last_pass_busy_ || conn_timers_active_ || shm_setups_ ||
+			     may_have_slept_.load(std::memory_order_relaxed) ||
+			     rndv_read_next_ != std::chrono::steady_clock::time_point{};
+		bool tick = !watch && ++idle_passes_ % kIdleClockEvery == 0;
+		// Once every peer with a core connection moved to shm, the core connections
+		// carry only liveness (the core EQ's, read on ticks) and the odd late completion
+		// of what was posted before the move: an idle pass polls the core only on ticks
+		// (its empty pass was a fifth of a switched endpoint's). A sleeper's trywait that
+		// the core refused asks for it (core_poll_asked); a new core endpoint ends the
+		// quiet (core_quiet).
+		busy = (watch || tick || !core_quiet() || core_poll_asked()) && drain_core_cq() > 0;
+		busy |= shm_drain_cq() > 0; // the shm CQ on every pass, like the core's
+		clock_due = busy || watch || tick;
+		if (!clock_due)
+			shm_check_on_send_ = true;
+	}
 	std::chrono::steady_clock::time_point now{}; // (before any deadline when not read)
 	if (clock_due) {
 		now = std::chrono::steady_clock::now(); // one clock read per pass, shm's too
 		if (shm_)
-			busy |= shm_progress(now) > 0;
+			shm_check_eq(now);
 		auto interval = std::chrono::microseconds(params().cm_progress_interval_us);
 		// The pass right after a busy one counts as busy: a reader draining its CQ until
 		// it finds nothing (Open MPI's MTL) makes that pass between each message and its

@@ -509,7 +509,15 @@ private:
 	void shm_register_wait();
 	void shm_unregister_wait();
 	bool shm_may_sleep();
-	size_t shm_progress(std::chrono::steady_clock::time_point now); // progress()'s clock
+	size_t shm_drain_cq();    // progress(): the shm CQ, every pass
+	void shm_check_eq(std::chrono::steady_clock::time_point now); // the EQ, when due
+	// Senders: the shm EQ's check that idle passes skipped (see progress()).
+	void check_shm_before_send()
+	{
+		if (shm_check_on_send_) [[unlikely]]
+			shm_check_before_send();
+	}
+	void shm_check_before_send();
 	void drain_shm_eq();
 	void drain_shm_until_empty();
 	void shm_offer(RxmConn *conn);    // acceptor of a core connection, once it is up
@@ -555,6 +563,32 @@ private:
 	std::vector<fid_t> shm_just_closed_;      // their stale EQ events are dropped
 	size_t shm_setups_ = 0;  // shm connections being set up: the shm EQ is read every call
 	std::chrono::steady_clock::time_point shm_eq_read_{};
+	bool shm_check_on_send_ = false; // a pass skipped the clock since it was last read
+	// Whether every connection with a core endpoint moved both directions to shm, so the
+	// core has nothing to deliver but the odd late completion (see progress()). Walks the
+	// connections only after core_eps_changed_ moved (a core endpoint opened, a connection
+	// finished moving).
+	bool core_quiet()
+	{
+		if (!shm_ || !backlogged_.empty() || !retired_.empty() || !closing_.empty())
+			return false;
+		if (core_quiet_seen_ != core_eps_changed_) {
+			core_quiet_seen_ = core_eps_changed_;
+			core_quiet_ = every_core_conn_moved();
+		}
+		return core_quiet_;
+	}
+	bool every_core_conn_moved() const;
+	uint64_t core_eps_changed_ = 0;
+	uint64_t core_quiet_seen_ = ~uint64_t{0};
+	bool core_quiet_ = false;
+	// A core trywait refused a sleep: the next pass polls the core (see progress()).
+	std::atomic<bool> core_poll_asked_{false};
+	bool core_poll_asked()
+	{
+		return core_poll_asked_.load(std::memory_order_relaxed) &&
+		       core_poll_asked_.exchange(false, std::memory_order_relaxed);
+	}
 	void set_shm_state(RxmConn *conn, ShmState state);
 
 	struct fid_fabric *core_fabric_ = nullptr;

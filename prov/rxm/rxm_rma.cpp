@@ -35,6 +35,7 @@ ssize_t RxmEndpoint::rma_common(const struct fi_msg_rma *msg, uint64_t flags, bo
 	std::lock_guard guard(lock_);
 	if (!enabled())
 		return -FI_EOPBADSTATE;
+	check_shm_before_send(); // a shm peer's death after idle passes (progress())
 	int err = 0;
 	RxmConn *conn = conn_for_send(msg->addr, &err);
 	if (!conn)

@@ -254,6 +254,7 @@ ssize_t RxmEndpoint::send_common(const struct iovec *iov, void **desc, size_t co
 		return -FI_EOPBADSTATE;
 	if ((flags & FI_INJECT) && total > inject_limit_)
 		return -FI_EMSGSIZE;
+	check_shm_before_send(); // a shm peer's death after idle passes (progress())
 	// conn_for_send's first step, inline: the route remembered for dest, if still valid.
 	RxmConn *conn = nullptr;
 	RxmAv *table = av();

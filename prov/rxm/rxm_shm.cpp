@@ -88,19 +88,36 @@ void RxmEndpoint::close_shm_side()
 	shm_setups_ = 0;
 }
 
-size_t RxmEndpoint::shm_progress(std::chrono::steady_clock::time_point now)
+size_t RxmEndpoint::shm_drain_cq()
 {
 	size_t handled = progress_and_drain(shm_->cq, shm_->cq_progress) + taken_in_place_;
 	taken_in_place_ = 0;
-	// Reading the shm EQ costs a pass of the shm fabric's engine: every call only while a
-	// shm connection is being set up, else (requests, shutdowns) at least every 50 us.
-	// `now` is the pass's clock read (a clock read is a good part of an empty pass), taken
-	// right after the core CQ's drain.
+	return handled;
+}
+
+void RxmEndpoint::shm_check_eq(std::chrono::steady_clock::time_point now)
+{
+	// Reading the shm EQ costs a pass of the shm fabric's engine (an epoll_wait, which is
+	// how a peer's hangup is seen): on every pass that reads the clock while a shm
+	// connection is being set up, else (requests, shutdowns) at least every 50 us.
+	shm_check_on_send_ = false;
 	if (shm_setups_ || now - shm_eq_read_ >= kIdleEqInterval) {
 		shm_eq_read_ = now;
 		drain_shm_eq();
 	}
-	return handled;
+}
+
+void RxmEndpoint::shm_check_before_send()
+{
+	// A pass skipped the clock since it was last read (progress()): a shm peer may have
+	// died since the shm EQ was last read, and a send into its ring would complete. Over
+	// tcp the core's socket tells it at the next pass; here the EQ is read now if it is
+	// due, so a send issued after an idle spell sees what a pass reading the clock would
+	// have seen. A send right after a pass that read the clock (a ping-pong's: the pass
+	// that found the message) pays nothing.
+	if (shm_)
+		shm_check_eq(std::chrono::steady_clock::now());
+	shm_check_on_send_ = false;
 }
 
 void RxmEndpoint::drain_shm_until_empty()

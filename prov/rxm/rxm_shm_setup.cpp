@@ -421,8 +421,19 @@ void RxmEndpoint::quiet_core_if_moved(RxmConn *conn)
 	// rendezvous transfers issued before the move may still finish there: the core watches
 	// what it has outstanding), so a busy poller need not ask the kernel about its socket on
 	// every pass.
-	if (conn->tx_on_shm && conn->peer_moved && conn->core_ep && domain_->quiet())
-		domain_->quiet()->set_quiet(conn->core_ep, 1);
+	if (conn->tx_on_shm && conn->peer_moved) {
+		core_eps_changed_++; // maybe every core connection is quiet now (core_quiet)
+		if (conn->core_ep && domain_->quiet())
+			domain_->quiet()->set_quiet(conn->core_ep, 1);
+	}
+}
+
+bool RxmEndpoint::every_core_conn_moved() const
+{
+	for (const auto &c : conns_)
+		if (c && c->core_ep && !(c->tx_on_shm && c->peer_moved))
+			return false;
+	return true;
 }
 
 void RxmEndpoint::handle_shm_moved(RxmConn *conn)

@@ -183,7 +183,16 @@ void ProgressEngine::progress()
 	LockGuard guard(lock_);
 	++passes_;
 	sleep_prepared_ = false;
-	if (valid()) {
+	// The usual pass of a busy poller over lazy fds only (shm's doorbell and socket, a
+	// quiet tcp connection; a lazy fd is never hot): no rest to take, epoll not due. What
+	// the full path below does for it, in a few loads: count the lazy pass, nothing was
+	// busy, epoll was not asked. An engine with an eager fd pays one test for it.
+	if (eager_count_ == 0 && !rest_ && lazy_passes_ + 1 < kLazyEpollEvery &&
+	    !epoll_requested_.load(std::memory_order_relaxed) && !keep_armed()) {
+		++lazy_passes_;
+		hot_was_busy_ = false;
+		probed_quiet_ = false;
+	} else if (valid()) {
 		++depth_;
 		bool rest = rest_ && std::chrono::steady_clock::now() - busy_at_ < rest_window_;
 		rest_ = false;

@@ -13,6 +13,7 @@
 #include "prov/util/rx_place_ops.h"
 
 #include <rdma/fabric.h>
+#include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
 #include <cstdint>
@@ -242,6 +243,18 @@ public:
 		return rx_state_ == RxState::pending || rx_state_ == RxState::parked_waiting;
 	}
 
+	// The peer left a frame partly received (header or payload; parked counts, a message
+	// waiting for a local receive does not): what tcp_stall_watch.h watches.
+	bool mid_frame() const
+	{
+		return active() && (rx_state_ == RxState::payload || rx_state_ == RxState::parked ||
+				    (rx_state_ == RxState::header && header_got_ > 0));
+	}
+	// Socket reads that returned bytes so far.
+	uint64_t rx_reads() const { return rx_reads_; }
+	// Stalled past FI_TCP_RX_STALL_TIMEOUT: fails the stream (the receive being filled
+	// completes with FI_ETIMEDOUT) unless bytes wait in the socket; true when failed.
+	bool fail_if_stalled();
 	// A stream holding a shared receive mid-message with nothing readable now (a header
 	// whose payload has not come counts): parking it gives the receive back.
 	bool stalled_on_shared_receive() const;
@@ -277,7 +290,8 @@ private:
 	TxEntry *new_request(TxKind kind, const PostArgs &args, size_t total);
 	void append_payload(TxEntry *e, const PostArgs &args, size_t total);
 	void complete_tx(TxEntry *e, int err);
-	void complete_cancelled(RxEntry *r);  // releases r, reports FI_ECANCELED
+	// Releases r, reports err (FI_ECANCELED: nothing came for it).
+	void complete_cancelled(RxEntry *r, int err = FI_ECANCELED);
 	void flush_own_recvs();
 	bool start_operation();           // header decoded: decide where the payload goes
 	bool start_message();
@@ -412,6 +426,9 @@ private:
 	bool drained_ = false;
 	// Some read of this progress_rx call returned bytes.
 	bool got_bytes_ = false;
+	uint64_t rx_reads_ = 0;
+	// Why the stream stopped, for the receive it was filling (0: FI_ECANCELED).
+	int stop_err_ = 0;
 };
 
 } // namespace tcp

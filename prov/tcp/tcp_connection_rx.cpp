@@ -112,14 +112,14 @@ int Connection::cancel_recv(void *context)
 	return 0;
 }
 
-void Connection::complete_cancelled(RxEntry *r)
+void Connection::complete_cancelled(RxEntry *r, int err)
 {
 	void *context = r->context;
 	uint64_t op_flags = r->op_flags;
 	uint64_t flags = FI_RECV | FI_MSG | (op_flags & FI_MULTI_RECV);
 	void *buf = r->iov_count ? r->iov[0].iov_base : nullptr;
 	own_rx_.release(r);
-	owner_.rx_done(context, op_flags, flags, buf, 0, 0, FI_ECANCELED, 0);
+	owner_.rx_done(context, op_flags, flags, buf, 0, 0, err, 0);
 }
 
 void Connection::flush_own_recvs()
@@ -310,6 +310,7 @@ bool Connection::socket_result(ssize_t n, size_t asked)
 {
 	if (n > 0) {
 		got_bytes_ = true;
+		rx_reads_++;
 		if (static_cast<size_t>(n) < asked)
 			drained_ = true;
 		return true;
@@ -475,7 +476,8 @@ void Connection::cancel_placed()
 		return;
 	void *context = placed_context_;
 	reset_rx();
-	owner_.rx_done(context, FI_COMPLETION, FI_RECV | FI_MSG, nullptr, 0, 0, FI_ECANCELED, 0);
+	owner_.rx_done(context, FI_COMPLETION, FI_RECV | FI_MSG, nullptr, 0, 0,
+		       stop_err_ ? stop_err_ : FI_ECANCELED, 0);
 }
 
 void Connection::fill_from_receive(RxEntry *r, uint64_t size)

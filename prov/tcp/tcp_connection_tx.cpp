@@ -522,6 +522,14 @@ void Connection::stop()
 	if (matched_taken_ && matched_)
 		rxq_->push_front(matched_);
 	cancel_placed();
+	// A receive of this endpoint being filled learns why the stream stopped, when there is
+	// more to say than "cancelled" (a stalled peer: FI_ETIMEDOUT).
+	if (stop_err_ && matched_ && !matched_taken_ && own_rx_.head() == matched_) {
+		RxEntry *r = matched_;
+		matched_ = nullptr;
+		own_rx_.pop_head();
+		complete_cancelled(r, stop_err_);
+	}
 	reset_rx();
 	response_pool_.for_each_in_use([this](TxEntry *e) { response_pool_.put(e); });
 	tx_pool_.for_each_in_use([this](TxEntry *e) { complete_tx(e, FI_ECANCELED); });
@@ -536,6 +544,22 @@ void Connection::lost(int err)
 		return;
 	stop();
 	owner_.connection_lost(err);
+}
+
+bool Connection::fail_if_stalled()
+{
+	if (!mid_frame())
+		return false;
+	char byte;
+	ssize_t n = recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+		return false; // bytes (or the end, or an error) wait: the next read handles them
+	FI_WARN(&provider, FI_LOG_EP_DATA,
+		"dropping connection: the peer sent part of a frame and then nothing for "
+		"FI_TCP_RX_STALL_TIMEOUT\n");
+	stop_err_ = FI_ETIMEDOUT;
+	lost(FI_ETIMEDOUT);
+	return true;
 }
 
 void Connection::protocol_error(const char *why)

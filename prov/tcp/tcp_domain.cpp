@@ -82,6 +82,7 @@ struct ofi_framed_send_ops framed_send_ops = {
 
 TcpDomain::TcpDomain(TcpFabric &fabric, const struct fi_info *info, void *context)
     : util::Domain(fabric, info, context), send_flush_(engine()),
+      stall_watch_(engine(), rx_stall_timeout_ms()),
       coalesce_sends_(settings().coalesce_sends && !auto_progress())
 {
 	const fi_domain_attr *attr = info->domain_attr;

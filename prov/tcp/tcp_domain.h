@@ -5,6 +5,7 @@
 
 #include "prov/tcp/tcp_fabric.h"
 #include "prov/tcp/tcp_send_flush.h"
+#include "prov/tcp/tcp_stall_watch.h"
 #include "prov/util/domain.h"
 
 #include <atomic>
@@ -32,6 +33,8 @@ public:
 	const std::vector<uint8_t> &auth_key() const { return auth_key_; }
 	// Endpoints holding sends back for the next pass (send coalescing).
 	SendFlush &send_flush() { return send_flush_; }
+	// Endpoints whose peer left a frame partly received (FI_TCP_RX_STALL_TIMEOUT).
+	StallWatch &stall_watch() { return stall_watch_; }
 	// Whether endpoints may hold sends back at all: FI_TCP_COALESCE_SENDS and manual data
 	// progress (no engine thread that would wait for an fd instead of flushing).
 	bool coalesces_sends() const { return coalesce_sends_; }
@@ -43,6 +46,7 @@ public:
 private:
 	std::vector<uint8_t> auth_key_;
 	SendFlush send_flush_;
+	StallWatch stall_watch_;
 	bool coalesce_sends_ = false;
 	std::atomic<bool> hold_only_more_{false};
 };

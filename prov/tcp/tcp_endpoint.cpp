@@ -98,6 +98,7 @@ TcpEndpoint::~TcpEndpoint()
 	{
 		util::LockGuard guard(domain().lock());
 		tcp_domain().send_flush().remove(this);
+		tcp_domain().stall_watch().remove(this);
 	}
 	unregister();
 	if (cm_fd_ >= 0)
@@ -113,6 +114,7 @@ int TcpEndpoint::close()
 		// Sends held back for the next pass were posted before the close: they leave
 		// now if the socket takes them, as they would have at the post.
 		tcp_domain().send_flush().remove(this);
+		tcp_domain().stall_watch().remove(this);
 		if (state_ == State::connected)
 			conn_.progress_tx();
 		unregister();
@@ -246,6 +248,7 @@ void TcpEndpoint::update_registration()
 		break;
 	case State::connected:
 		fd = conn_.fd();
+		watch_stall(); // (a read from a post or a resumed stream may stop mid-frame)
 		// While reading is paused, EPOLLIN (and the peer's hang-up) would only wake
 		// blocked readers in a loop; posting a receive or sending a response resumes it.
 		if (!conn_.rx_paused())
@@ -339,7 +342,15 @@ bool TcpEndpoint::progress_stream()
 	// Sending may have freed the response slot a paused request was waiting for.
 	if (conn_.rx_paused())
 		got = conn_.progress_rx() || got;
+	watch_stall();
 	return got;
+}
+
+bool TcpEndpoint::stall_expired()
+{
+	if (state_ != State::connected)
+		return false;
+	return conn_.fail_if_stalled(); // (connection_lost has run when it failed)
 }
 
 util::FdHandler::Poll TcpEndpoint::poll_fd(int fd)

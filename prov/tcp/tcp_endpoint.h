@@ -29,7 +29,8 @@ namespace tcp {
 class TcpEndpoint : public util::Endpoint,
 		    public util::FdHandler,
 		    public ConnectionOwner,
-		    public SendFlush::Member {
+		    public SendFlush::Member,
+		    public StallWatch::Member {
 public:
 	TcpEndpoint(TcpDomain &domain, const struct fi_info *info, void *context);
 	~TcpEndpoint() override;
@@ -112,6 +113,19 @@ public:
 	int set_consumer(ofi_rx_inplace_fn consume, void *arg);
 	// SendFlush: the sends held back go out (domain lock held).
 	void flush_sends() override;
+	// StallWatch (tcp_stall_watch.h; domain lock held).
+	bool stall_mid_frame() const override
+	{
+		return state_ == State::connected && conn_.mid_frame();
+	}
+	uint64_t stall_reads() const override { return conn_.rx_reads(); }
+	bool stall_expired() override;
+	// A frame left partly received: the domain's stall watch times the peer from now on.
+	void watch_stall()
+	{
+		if (conn_.mid_frame())
+			tcp_domain().stall_watch().watch(this);
+	}
 
 private:
 	enum class State { idle, connecting, awaiting_reply, connected, closed };

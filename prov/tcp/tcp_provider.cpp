@@ -50,6 +50,14 @@ const Settings &settings()
 	return g_settings;
 }
 
+uint64_t rx_stall_timeout_ms()
+{
+	int ms = 0;
+	if (fi_param_get_int(&provider, "rx_stall_timeout", &ms) == FI_SUCCESS && ms >= 0)
+		return static_cast<uint64_t>(ms);
+	return kDefaultRxStallTimeoutMs;
+}
+
 void load_settings()
 {
 	static bool defined = false;
@@ -76,6 +84,11 @@ void load_settings()
 		fi_param_define(&provider, "cm_request_timeout", FI_PARAM_INT,
 				"milliseconds an accepted socket may take to deliver its complete "
 				"connection request before it is closed (default: 5000)");
+		fi_param_define(&provider, "rx_stall_timeout", FI_PARAM_INT,
+				"milliseconds a connection may sit with a message (or another "
+				"frame) partly received and no byte arriving before it is failed: "
+				"the receive being filled completes with FI_ETIMEDOUT and the "
+				"endpoint gets FI_SHUTDOWN; 0 never (default: 30000)");
 		fi_param_define(&provider, "max_pending_conn", FI_PARAM_SIZE_T,
 				"accepted sockets per listener still waiting for their connection "
 				"request; over it the oldest of the busiest source is closed "

@@ -7,6 +7,7 @@
 #include <rdma/providers/fi_log.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace tcp {
@@ -33,6 +34,10 @@ struct Settings {
 };
 
 const Settings &settings();
+// FI_TCP_RX_STALL_TIMEOUT, read when a domain opens: ms a connection may sit with a frame
+// partly received and no byte arriving before it is failed (0: never).
+uint64_t rx_stall_timeout_ms();
+inline constexpr uint64_t kDefaultRxStallTimeoutMs = 30000;
 // Reads the environment; called by ofi_tcp_provider_init (and tests).
 void load_settings();
 

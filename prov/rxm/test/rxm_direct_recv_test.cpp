@@ -9,6 +9,8 @@
 #include <rdma/fi_errno.h>
 
 #include "prov/rxm/test/rxm_test_connections.h"
+#define COUNT_SENDMSG_COUNTS_ONLY // (rxm_coalesce_test.cpp defines the counting sendmsg)
+#include "test/count_sendmsg.h"
 
 #include <gtest/gtest.h>
 
@@ -270,3 +272,54 @@ TEST_F(RxmDirectRecv, AMessageLargerThanItsReceiveIsTruncated)
 }
 
 } // namespace
+
+// A sender that stops mid-message (its header and part of the payload out, the rest never
+// sent) holds the application's receive the direct path matched at the header. tcp's stall
+// timeout (FI_TCP_RX_STALL_TIMEOUT, short here) fails that connection: the receive completes
+// with FI_ETIMEDOUT, and another peer's message reaches the next receive.
+TEST_F(RxmDirectRecv, ASenderSilentMidMessageFailsOnlyTheReceiveItHeld)
+{
+	if (!placed_by_tcp())
+		GTEST_SKIP() << "messages do not go through tcp's shared receive context here";
+	setenv("FI_TCP_RX_STALL_TIMEOUT", "200", 1);
+	connect();
+	auto other = std::make_unique<Node>(info);
+	unsetenv("FI_TCP_RX_STALL_TIMEOUT");
+	fi_addr_t other_to_server = other->insert(*server);
+	constexpr size_t kLen = 2000;
+	make_messages(2);
+	char hello = 'h';
+	post(0, 1);
+	ASSERT_EQ(0, fi_send(other->ep, &hello, 1, nullptr, other_to_server, &hello));
+	ASSERT_TRUE(rxm_test::poll_until(std::vector<Node *>{other.get(), server.get()},
+					 [&] { return server->done.size() == 1; }));
+	server->done.clear();
+	server->lengths.clear();
+	other->done.clear();
+	// The client's message leaves with only its first 300 bytes; the client is never
+	// progressed again, so the rest stays with it.
+	post(0, 1);
+	client->poll(); // a pass since its last send: this one is no burst to hold back
+	int calls = test_count::sendmsg_calls.load();
+	test_count::sendmsg_cap = 300;
+	ssize_t ret = fi_send(client->ep, out[0].data(), kLen, nullptr, to_server, out[0].data());
+	test_count::sendmsg_cap = 0;
+	ASSERT_EQ(0, ret);
+	ASSERT_GT(test_count::sendmsg_calls.load(), calls) << "the send did not go out at once";
+	// The server reads the start (its receive is claimed), then the other peer sends.
+	rxm_test::poll_until(std::vector<Node *>{server.get()}, [] { return false; },
+			     std::chrono::milliseconds(100));
+	ASSERT_EQ(0, fi_send(other->ep, out[1].data(), kLen, nullptr, other_to_server,
+			     out[1].data()));
+	ASSERT_TRUE(rxm_test::poll_until(std::vector<Node *>{other.get(), server.get()},
+					 [&] { return !server->errors.empty(); }));
+	EXPECT_EQ(FI_ETIMEDOUT, server->errors[0].err);
+	EXPECT_EQ(slot(0), server->errors[0].op_context);
+	EXPECT_TRUE(server->done.empty());
+	post(1, 1);
+	ASSERT_TRUE(rxm_test::poll_until(std::vector<Node *>{other.get(), server.get()},
+					 [&] { return server->done.size() == 1; }));
+	EXPECT_EQ(slot(1), server->done[0]);
+	EXPECT_EQ(kLen, server->lengths[0]);
+	EXPECT_EQ(0, memcmp(out[1].data(), slot(1), kLen));
+}

@@ -4,6 +4,7 @@
 #include "prov/tcp/tcp_cm_message.h"
 #include "prov/tcp/tcp_passive_endpoint.h"
 #include "prov/tcp/tcp_provider.h"
+#include "prov/tcp/tcp_wire.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -372,4 +373,118 @@ TEST(TcpRobustness, ConcurrentSendersOnOneEndpoint)
 	EXPECT_EQ(kThreads * kPerThread, received);
 	for (int c : counts)
 		EXPECT_EQ(kPerThread, c);
+}
+
+namespace {
+
+// A raw socket peer accepted by the pair's listener as `*ep`, with `posted` receives of
+// `len` bytes posted before the accept (contexts: the buffers). Returns the raw fd.
+int accept_raw_peer(TcpPair &pair, fid_ep **ep, std::vector<std::vector<char>> &posted)
+{
+	int fd = raw_connect(pair);
+	EXPECT_GE(fd, 0);
+	if (fd < 0)
+		return -1;
+	uint8_t request[tcp::kCmHeaderSize];
+	tcp::encode_cm_header(tcp::CmType::request, 0, request);
+	EXPECT_EQ(static_cast<ssize_t>(sizeof(request)), write(fd, request, sizeof(request)));
+	EqEvent req = pair.wait_eq(pair.server_eq);
+	EXPECT_EQ(FI_CONNREQ, req.event);
+	EXPECT_EQ(0, fi_endpoint(pair.domain, req.info, ep, nullptr));
+	fi_freeinfo(req.info);
+	EXPECT_EQ(0, fi_ep_bind(*ep, &pair.server_eq->fid, 0));
+	EXPECT_EQ(0, fi_ep_bind(*ep, &pair.server_cq->fid, FI_TRANSMIT | FI_RECV));
+	EXPECT_EQ(0, fi_enable(*ep));
+	for (auto &buf : posted)
+		EXPECT_EQ(0, fi_recv(*ep, buf.data(), buf.size(), nullptr, 0, buf.data()));
+	EXPECT_EQ(0, fi_accept(*ep, nullptr, 0));
+	EXPECT_EQ(FI_CONNECTED, pair.wait_eq(pair.server_eq).event);
+	uint8_t reply[tcp::kCmHeaderSize];
+	EXPECT_EQ(static_cast<ssize_t>(sizeof(reply)), read(fd, reply, sizeof(reply)));
+	return fd;
+}
+
+// The header of a `size`-byte message and its first `part` bytes (pattern i & 0xff).
+std::vector<uint8_t> message_start(uint64_t size, size_t part)
+{
+	tcp::WireHeader h;
+	h.op = tcp::WireOp::msg;
+	h.size = size;
+	std::vector<uint8_t> out(tcp::kWireHeaderSize + part);
+	tcp::encode_header(h, out.data());
+	for (size_t i = 0; i < part; i++)
+		out[tcp::kWireHeaderSize + i] = static_cast<uint8_t>(i);
+	return out;
+}
+
+// FI_TCP_RX_STALL_TIMEOUT for the domains opened while it lives.
+struct StallTimeout {
+	explicit StallTimeout(const char *ms) { setenv("FI_TCP_RX_STALL_TIMEOUT", ms, 1); }
+	~StallTimeout() { unsetenv("FI_TCP_RX_STALL_TIMEOUT"); }
+};
+
+} // namespace
+
+// A peer that sends a message's header and part of its payload and then goes silent holds
+// the receive being filled: after FI_TCP_RX_STALL_TIMEOUT with no byte the connection is
+// failed, that receive completes with FI_ETIMEDOUT (the others posted with FI_ECANCELED) and
+// FI_SHUTDOWN follows, so an application waiting on that receive goes on.
+TEST(TcpRobustness, PeerSilentMidMessageFailsAfterTheStallTimeout)
+{
+	TcpPair pair;
+	{
+		StallTimeout timeout("200");
+		ASSERT_TRUE(pair.open());
+	}
+	fid_ep *ep = nullptr;
+	std::vector<std::vector<char>> posted(2, std::vector<char>(1000));
+	int fd = accept_raw_peer(pair, &ep, posted);
+	ASSERT_GE(fd, 0);
+	std::vector<uint8_t> part = message_start(1000, 100);
+	ASSERT_EQ(static_cast<ssize_t>(part.size()), write(fd, part.data(), part.size()));
+	fi_cq_data_entry entry;
+	fi_cq_err_entry err{};
+	ASSERT_EQ(-FI_EAVAIL, pair.wait_cq(pair.server_cq, &entry, &err, 10000));
+	EXPECT_EQ(FI_ETIMEDOUT, err.err);
+	EXPECT_EQ(posted[0].data(), err.op_context);
+	ASSERT_EQ(-FI_EAVAIL, pair.wait_cq(pair.server_cq, &entry, &err));
+	EXPECT_EQ(FI_ECANCELED, err.err);
+	EXPECT_EQ(posted[1].data(), err.op_context);
+	EqEvent ev = pair.wait_eq(pair.server_eq);
+	EXPECT_EQ(FI_SHUTDOWN, ev.event);
+	EXPECT_EQ(&ep->fid, ev.fid);
+	close(fd);
+	fi_close(&ep->fid);
+}
+
+// Bytes waiting in the socket are never a stall: an application that does not progress for
+// longer than the timeout (the peer sent the rest meanwhile) still gets its message whole.
+TEST(TcpRobustness, RestWaitingInTheSocketIsNoStall)
+{
+	TcpPair pair;
+	{
+		StallTimeout timeout("50");
+		ASSERT_TRUE(pair.open());
+	}
+	fid_ep *ep = nullptr;
+	std::vector<std::vector<char>> posted(1, std::vector<char>(1000));
+	int fd = accept_raw_peer(pair, &ep, posted);
+	ASSERT_GE(fd, 0);
+	std::vector<uint8_t> whole = message_start(1000, 1000);
+	ASSERT_EQ(148, write(fd, whole.data(), 148));
+	// The first part is read (the receive is being filled)...
+	EXPECT_TRUE(pair.cq_stays_empty(pair.server_cq, 30));
+	// ...then nobody progresses for several timeouts (the stall timer fires meanwhile),
+	// and the rest arrives before the next progress call.
+	std::this_thread::sleep_for(std::chrono::milliseconds(300));
+	ASSERT_EQ(static_cast<ssize_t>(whole.size() - 148),
+		  write(fd, whole.data() + 148, whole.size() - 148));
+	fi_cq_data_entry entry;
+	fi_cq_err_entry err{};
+	ASSERT_EQ(1, pair.wait_cq(pair.server_cq, &entry, &err));
+	EXPECT_EQ(posted[0].data(), entry.op_context);
+	EXPECT_EQ(1000u, entry.len);
+	EXPECT_EQ(0, memcmp(posted[0].data(), whole.data() + tcp::kWireHeaderSize, 1000));
+	close(fd);
+	fi_close(&ep->fid);
 }

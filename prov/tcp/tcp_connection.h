@@ -351,7 +351,7 @@ private:
 	// a larger one goes from the caller's pieces. The unsent rest of a frame the socket
 	// took only in part waits in spill_ (allocated the first time that happens; one at most: a
 	// framed send needs an empty queue, and the rest is the queue's head until sent).
-	static constexpr size_t kFramedMax = kWireHeaderSize + 128 + 4096;
+	static constexpr size_t kFramedMax = kShortHeaderSize + 128 + 4096;
 	static constexpr size_t kFramedHeaderMax = 128;
 	static constexpr size_t kFramedCopy = 1024;
 	std::unique_ptr<uint8_t[]> spill_;

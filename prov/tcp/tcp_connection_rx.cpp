@@ -340,18 +340,26 @@ bool Connection::read_header()
 	if (header_got_ == 0) {
 		if (!staged() && !fill_stage())
 			return false;
-		if (staged() >= kWireHeaderSize) {
+		if (staged() >= kHeaderSizeBytes) {
 			// Nearly always: the whole header came in the stage; decode it where it
 			// lies, no copy into header_buf_ first.
 			const uint8_t *bytes = stage_ + stage_pos_;
-			stage_pos_ += kWireHeaderSize;
-			return decode_read_header(bytes);
+			size_t len = header_size(bytes);
+			if (staged() >= len) {
+				stage_pos_ += len;
+				return decode_read_header(bytes);
+			}
 		}
 	}
-	while (header_got_ < kWireHeaderSize) {
+	// In pieces: its first bytes say how long it is (short or full form).
+	for (;;) {
+		size_t need = header_got_ < kHeaderSizeBytes ? kHeaderSizeBytes
+							     : header_size(header_buf_);
+		if (header_got_ >= need)
+			break;
 		if (!staged() && !fill_stage())
 			return false;
-		size_t n = std::min(staged(), kWireHeaderSize - header_got_);
+		size_t n = std::min(staged(), need - header_got_);
 		memcpy(header_buf_ + header_got_, stage_ + stage_pos_, n);
 		stage_pos_ += n;
 		header_got_ += n;

@@ -194,13 +194,9 @@ bool Connection::inject_at_once(const PostArgs &args, size_t total)
 	    total > kMaxPayload || total > limits_.inject_size || limits_.inject_size == 0 ||
 	    (args.op_flags & FI_REMOTE_CQ_DATA) || tx_pool_.available() == 0)
 		return false; // (no free entry: the queued path answers -FI_EAGAIN, as before)
-	uint8_t frame[kWireHeaderSize + kMaxPayload];
-	WireHeader h;
-	h.op = WireOp::msg;
-	h.size = total;
-	h.id = 0; // nothing answers a message sent without kWireFlagWantAck
-	encode_header(h, frame);
-	size_t at = kWireHeaderSize;
+	uint8_t frame[kShortHeaderSize + kMaxPayload];
+	encode_short_msg_header(static_cast<uint32_t>(total), frame);
+	size_t at = kShortHeaderSize;
 	for (size_t i = 0; i < args.count; i++) {
 		if (args.iov[i].iov_len)
 			memcpy(frame + at, args.iov[i].iov_base, args.iov[i].iov_len);
@@ -244,19 +240,15 @@ bool Connection::inject_at_once(const PostArgs &args, size_t total)
 int Connection::send_framed(const void *hdr, size_t hdr_len, const iovec *payload,
 			     size_t count, size_t payload_len)
 {
-	size_t total = kWireHeaderSize + hdr_len + payload_len;
+	size_t total = kShortHeaderSize + hdr_len + payload_len;
 	if (tx_head_ || !active() || hdr_len > kFramedHeaderMax ||
 	    payload_len > kFramedMax || total > kFramedMax || count > kIovLimit ||
 	    tx_pool_.available() == 0)
 		return -FI_EAGAIN;
-	uint8_t frame[kWireHeaderSize + kFramedHeaderMax + kFramedCopy];
-	WireHeader h;
-	h.op = WireOp::msg;
-	h.size = hdr_len + payload_len;
-	h.id = 0; // nothing answers a message sent without kWireFlagWantAck
-	encode_header(h, frame);
-	memcpy(frame + kWireHeaderSize, hdr, hdr_len);
-	size_t at = kWireHeaderSize + hdr_len;
+	uint8_t frame[kShortHeaderSize + kFramedHeaderMax + kFramedCopy];
+	encode_short_msg_header(static_cast<uint32_t>(hdr_len + payload_len), frame);
+	memcpy(frame + kShortHeaderSize, hdr, hdr_len);
+	size_t at = kShortHeaderSize + hdr_len;
 	iovec iov[1 + kIovLimit];
 	size_t iov_count = 1;
 	if (payload_len <= kFramedCopy) {

@@ -60,11 +60,31 @@ void encode_header(const WireHeader &h, uint8_t out[kWireHeaderSize])
 	put_le<uint64_t>(out + kOffOffset, h.rma_offset);
 }
 
-int decode_header(const uint8_t in[kWireHeaderSize], uint64_t max_payload, WireHeader *h)
+void encode_short_msg_header(uint32_t size, uint8_t out[kShortHeaderSize])
+{
+	out[kOffVersion] = kWireVersion;
+	out[kOffOp] = kWireOpShortMsg;
+	put_le<uint16_t>(out + kOffFlags, 0);
+	put_le<uint32_t>(out + kOffStatus, size);
+}
+
+int decode_header(const uint8_t *in, uint64_t max_payload, WireHeader *h)
 {
 	if (in[kOffVersion] != kWireVersion)
 		return -FI_EIO;
 	uint8_t op = in[kOffOp];
+	if (op == kWireOpShortMsg) {
+		// Only these 8 bytes were read for it: flags must be 0, the size is u32.
+		if (get_le<uint16_t>(in + kOffFlags) != 0)
+			return -FI_EIO;
+		uint64_t size = get_le<uint32_t>(in + kOffStatus);
+		if (size > max_payload)
+			return -FI_EIO;
+		*h = WireHeader{};
+		h->op = WireOp::msg;
+		h->size = size;
+		return 0;
+	}
 	if (op < static_cast<uint8_t>(WireOp::msg) || op > static_cast<uint8_t>(WireOp::ack))
 		return -FI_EIO;
 	h->op = static_cast<WireOp>(op);

@@ -14,8 +14,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	// The first byte picks the payload bound the receiver would apply.
 	const uint64_t bounds[] = {0, 1, 16384, 1ULL << 30, ~0ULL};
 	uint64_t max_payload = bounds[data[0] % 5];
-	// An exact-size heap copy lets AddressSanitizer see any read past the header.
-	std::vector<uint8_t> header(data + 1, data + 1 + tcp::kWireHeaderSize);
+	// An exact-size heap copy lets AddressSanitizer see any read past the header (the
+	// short form's 8 bytes, or the full 48).
+	std::vector<uint8_t> header(data + 1, data + 1 + tcp::header_size(data + 1));
 	tcp::WireHeader h;
 	if (tcp::decode_header(header.data(), max_payload, &h) != 0)
 		return 0;

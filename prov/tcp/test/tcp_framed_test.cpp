@@ -237,6 +237,44 @@ TEST(TcpHeaderRead, AHeaderArrivingInPiecesIsPutTogether)
 	EXPECT_EQ(0, p.ob.errors + p.ob.lost);
 }
 
+// The short form (framed sends, injects at once) in pieces, whole, and mixed with full
+// headers in one read: each header's first bytes say how long it is.
+TEST(TcpHeaderRead, ShortHeadersInPiecesAndBesideFullOnes)
+{
+	tcp_test::SinkPair p(0, false);
+	p.b->attach(p.fds[1]);
+	Received got;
+	got.post(*p.b, 4, 64);
+	std::string text = "short header";
+	uint8_t short_frame[kShortHeaderSize + 64];
+	encode_short_msg_header(static_cast<uint32_t>(text.size()), short_frame);
+	memcpy(short_frame + kShortHeaderSize, text.data(), text.size());
+	size_t short_len = kShortHeaderSize + text.size();
+	for (size_t i = 0; i < short_len; i++) { // one byte per read
+		ASSERT_EQ(1, write(p.fds[0], short_frame + i, 1));
+		p.b->progress_rx();
+	}
+	std::string other = "full header";
+	uint8_t full_frame[kWireHeaderSize + 64];
+	WireHeader h;
+	h.op = WireOp::msg;
+	h.size = other.size();
+	encode_header(h, full_frame);
+	memcpy(full_frame + kWireHeaderSize, other.data(), other.size());
+	size_t full_len = kWireHeaderSize + other.size();
+	std::vector<uint8_t> both(short_frame, short_frame + short_len);
+	both.insert(both.end(), full_frame, full_frame + full_len);
+	both.insert(both.end(), short_frame, short_frame + short_len);
+	ASSERT_EQ(static_cast<ssize_t>(both.size()), write(p.fds[0], both.data(), both.size()));
+	p.b->progress_rx();
+	ASSERT_EQ(4u, p.ob.received.size());
+	EXPECT_EQ(text, got.message(p.ob, 0));
+	EXPECT_EQ(text, got.message(p.ob, 1));
+	EXPECT_EQ(other, got.message(p.ob, 2));
+	EXPECT_EQ(text, got.message(p.ob, 3));
+	EXPECT_EQ(0, p.ob.errors + p.ob.lost);
+}
+
 TEST(TcpHeaderRead, AMalformedHeaderDropsTheStreamWholeOrInPieces)
 {
 	for (bool pieces : {false, true}) {

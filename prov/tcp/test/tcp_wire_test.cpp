@@ -61,6 +61,39 @@ TEST(TcpWire, LayoutIsLittleEndianAndFixed)
 	EXPECT_EQ(0x02, buf[9]);
 }
 
+TEST(TcpWire, ShortMessageHeader)
+{
+	uint8_t buf[kShortHeaderSize];
+	encode_short_msg_header(0x01020304, buf);
+	EXPECT_EQ(kWireVersion, buf[0]);
+	EXPECT_EQ(kWireOpShortMsg, buf[1]);
+	EXPECT_EQ(kShortHeaderSize, header_size(buf));
+	EXPECT_EQ(0x04, buf[4]);
+	EXPECT_EQ(0x01, buf[7]);
+	WireHeader out;
+	out.id = 7;
+	out.cq_data = 9;
+	ASSERT_EQ(0, decode_header(buf, UINT64_MAX, &out));
+	EXPECT_EQ(WireOp::msg, out.op);
+	EXPECT_EQ(0x01020304u, out.size);
+	EXPECT_EQ(0, out.flags);
+	EXPECT_EQ(0u, out.id);
+	EXPECT_EQ(0u, out.cq_data);
+	// Over the announced limit, with flags, or with another version: refused.
+	EXPECT_EQ(-FI_EIO, decode_header(buf, 0x01020303, &out));
+	uint8_t bad[kShortHeaderSize];
+	memcpy(bad, buf, sizeof(bad));
+	bad[2] = 1; // remote CQ data needs the full header
+	EXPECT_EQ(-FI_EIO, decode_header(bad, UINT64_MAX, &out));
+	memcpy(bad, buf, sizeof(bad));
+	bad[0] = 2;
+	EXPECT_EQ(-FI_EIO, decode_header(bad, UINT64_MAX, &out));
+	// A full header is not taken for a short one.
+	uint8_t full[kWireHeaderSize];
+	encode_header(sample(), full);
+	EXPECT_EQ(kWireHeaderSize, header_size(full));
+}
+
 TEST(TcpWire, RejectsBadVersionOpFlagsAndSizes)
 {
 	uint8_t buf[kWireHeaderSize];

@@ -322,9 +322,13 @@ private:
 	bool decode_read_header(const uint8_t *bytes); // false: the stream was dropped
 	// Bytes read from the socket into the stage and not consumed yet.
 	size_t staged() const { return stage_len_ - stage_pos_; }
-	// Reads what the socket has (up to kStageSize) into the empty stage; false when it
-	// has nothing now or the stream ended.
-	bool fill_stage();
+	// Reads what the socket has (up to `want` bytes, at most kStageSize) into the empty
+	// stage; false when it has nothing now or the stream ended.
+	bool fill_stage(size_t want);
+	// How much a read for the next header asks for (decode_read_header): kStageTail after
+	// a message larger than the stage (its successor is likely large too: its payload goes
+	// straight to its buffer, not through the stage), else kStageSize.
+	size_t header_read_ = kStageSize;
 	// Maps a socket read result: true for data, false for "nothing now" or a lost peer.
 	bool socket_result(ssize_t n, size_t asked);
 

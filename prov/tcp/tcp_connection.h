@@ -283,9 +283,20 @@ private:
 
 	void enqueue(TxEntry *e);
 	// One sendmsg carries at most this many buffers (well under IOV_MAX) and stops adding
-	// operations past this many bytes (the socket takes about that much at once).
+	// operations past kGatherBytes (the socket takes about that much at once), or past
+	// kGatherLargeBytes once it holds an operation of kGatherLargeOp bytes or more.
+	// Loopback TCP moves bytes at very different rates depending on the size of the sends
+	// (tcp_baseline stream, one size per run: 64 KiB sends 2.0 or 7.1 GB/s, 128 KiB 3.2 or
+	// 7.6, 224 KiB 10.6): fi_bw -w 64 with 32 KiB messages gathered 7 to a 224 KiB
+	// sendmsg spent 59 ms in sendmsg per 271 MB against raw TCP's 46 ms in 32 KiB sends.
+	// Sendmsgs of about 64 KiB ran steadily faster at 8-32 KiB (loaded chrt medians, main
+	// -> 64 KiB: 8 KiB 4.0 -> 4.8 GB/s, 16 KiB 4.2 -> 5.5, 32 KiB 4.3 -> 6.0; 4 KiB as
+	// before); 128 KiB doubled 32 KiB and lost a third at 16 KiB. A window of small sends
+	// (64 of 1 KiB, 70 KB) still leaves in one call.
 	static constexpr size_t kGatherIov = 128;
 	static constexpr size_t kGatherBytes = 256 * 1024;
+	static constexpr size_t kGatherLargeBytes = 64 * 1024;
+	static constexpr size_t kGatherLargeOp = 2048;
 	TxEntry *new_response(WireOp op, uint64_t id, int status, uint64_t size);
 	TxEntry *new_request(TxKind kind, const PostArgs &args, size_t total);
 	void append_payload(TxEntry *e, const PostArgs &args, size_t total);

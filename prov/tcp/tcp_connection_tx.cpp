@@ -420,6 +420,7 @@ void Connection::progress_tx()
 		// and read responses behind them) costs one system call, not one per entry.
 		iovec iov[kGatherIov];
 		size_t iov_count = 0, bytes = 0, entries = 0;
+		bool large = false;
 		for (TxEntry *e = tx_head_; e; e = e->next) {
 			// Read responses: the registration is checked before any of it is sent.
 			if (e->region_serial && !e->out.done() &&
@@ -427,11 +428,14 @@ void Connection::progress_tx()
 			    !abandon_read_response(e))
 				return;
 			size_t n = static_cast<size_t>(e->out.current_count());
-			if (entries && (iov_count + n > kGatherIov || bytes >= kGatherBytes))
+			size_t len = e->out.remaining();
+			large = large || len >= kGatherLargeOp;
+			if (entries && (iov_count + n > kGatherIov || bytes >= kGatherBytes ||
+					(large && bytes >= kGatherLargeBytes)))
 				break;
 			std::copy(e->out.current(), e->out.current() + n, iov + iov_count);
 			iov_count += n;
-			bytes += e->out.remaining();
+			bytes += len;
 			entries++;
 		}
 		size_t sent = 0;

@@ -76,6 +76,31 @@ TEST(ConnectionGather, QueuedSendsLeaveInOneSystemCall)
 	EXPECT_EQ(0, p.oa.errors + p.ob.errors + p.oa.lost + p.ob.lost);
 }
 
+// A backlog of large sends leaves in sendmsgs of about 64 KiB (loopback TCP moved 8-32 KiB
+// messages faster so than gathered 7 to a 224 KiB call); a window of small ones (64 of
+// 1 KiB, 70 KB) still leaves in one.
+TEST(ConnectionGather, LargeSendsLeaveInSendmsgsOfAbout64KiB)
+{
+	for (size_t size : {1024u, 32768u}) {
+		SCOPED_TRACE(size);
+		tcp_test::SinkPair p(4 << 20, false);
+		constexpr int kCount = 64;
+		std::vector<uint8_t> payload(size, 0x5a);
+		std::vector<iovec> iovs(kCount);
+		for (int i = 0; i < kCount; i++)
+			ASSERT_EQ(0, p.a->post_msg(message(payload.data(), size, &iovs[i], nullptr)));
+		sendmsg_calls = 0;
+		p.a->attach(p.fds[0]);
+		p.b->attach(p.fds[1]);
+		ASSERT_TRUE(p.a->tx_idle()) << "the socket took the whole backlog";
+		if (size == 1024)
+			EXPECT_EQ(1, sendmsg_calls);
+		else // two 32 KiB messages (with their headers) a call
+			EXPECT_EQ(kCount / 2, sendmsg_calls);
+		ASSERT_EQ(static_cast<size_t>(kCount), p.oa.sent.size());
+	}
+}
+
 TEST(ConnectionGather, ASmallSendLeavesAsOneBuffer)
 {
 	// Header and payload copied together below the inline size (Limits::inject_size),

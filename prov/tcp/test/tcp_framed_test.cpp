@@ -94,7 +94,7 @@ TEST(TcpFramed, RefusedWithNothingChangedWhenItWouldOvertakeOrCannotGo)
 	p.a->attach(p.fds[0]);
 	p.b->attach(p.fds[1]);
 	// Over the bounds: header, frame.
-	std::string huge_hdr(200, 'h'), huge(8000, 'x');
+	std::string huge_hdr(200, 'h'), huge(17000, 'x'); // over 16 KiB
 	iovec huge_iov{huge.data(), huge.size()};
 	EXPECT_EQ(-FI_EAGAIN, p.a->send_framed(huge_hdr.data(), huge_hdr.size(), &piece, 1,
 					       text.size()));
@@ -126,59 +126,63 @@ TEST(TcpFramed, RefusedWithNothingChangedWhenItWouldOvertakeOrCannotGo)
 	EXPECT_EQ(0, p.oa.errors + p.ob.errors + p.oa.lost + p.ob.lost);
 }
 
+// Frames of 4 KiB and of 12 KiB (rxm sends eager messages up to 16 KiB this way).
 TEST(TcpFramed, TheRestOfAPartlySentFrameGoesBeforeLaterSends)
 {
-	tcp_test::SinkPair p(4096);
-	std::string hdr = pattern(56, 7);
-	std::vector<std::string> payloads;
-	// Framed sends until the socket takes one only in part (the rest is then queued);
-	// one refused whole instead is fine too: the loop goes on after draining nothing.
-	int partial_at = -1, refused = 0;
-	for (int i = 0; i < 60 && partial_at < 0; i++) {
-		payloads.push_back(pattern(4000, i));
-		iovec piece{payloads.back().data(), payloads.back().size()};
-		int ret = p.a->send_framed(hdr.data(), hdr.size(), &piece, 1, 4000);
-		if (ret == -FI_EAGAIN) {
-			payloads.pop_back();
-			refused++;
-			break; // full: no partial send on this system, checked below
+	for (size_t size : {4000u, 12000u}) {
+		SCOPED_TRACE(size);
+		tcp_test::SinkPair p(4096);
+		std::string hdr = pattern(56, 7);
+		std::vector<std::string> payloads;
+		// Framed sends until the socket takes one only in part (the rest is then queued);
+		// one refused whole instead is fine too: the loop goes on after draining nothing.
+		int partial_at = -1, refused = 0;
+		for (int i = 0; i < 60 && partial_at < 0; i++) {
+			payloads.push_back(pattern(size, i));
+			iovec piece{payloads.back().data(), payloads.back().size()};
+			int ret = p.a->send_framed(hdr.data(), hdr.size(), &piece, 1, size);
+			if (ret == -FI_EAGAIN) {
+				payloads.pop_back();
+				refused++;
+				break; // full: no partial send on this system, checked below
+			}
+			ASSERT_EQ(0, ret);
+			if (!p.a->tx_idle())
+				partial_at = i;
 		}
-		ASSERT_EQ(0, ret);
-		if (!p.a->tx_idle())
-			partial_at = i;
+		ASSERT_GE(partial_at, 0) << "the socket never took a frame in part (" << refused
+					 << " refused)";
+		// The caller's buffer is free at once: its rest was copied.
+		payloads.back().assign(payloads.back().size(), '!');
+		std::string expect_last = pattern(size, partial_at);
+		// Anything now waits behind the rest: framed sends are refused, plain ones queue.
+		std::string text = pattern(50, 99);
+		iovec piece{text.data(), text.size()};
+		EXPECT_EQ(-FI_EAGAIN, p.a->send_framed(hdr.data(), hdr.size(), &piece, 1, text.size()));
+		PostArgs later;
+		later.iov = &piece;
+		later.count = 1;
+		later.context = &text;
+		later.op_flags = FI_COMPLETION;
+		ASSERT_EQ(0, p.a->post_msg(later));
+		size_t frames = payloads.size();
+		Received got;
+		got.post(*p.b, frames + 1, 16384);
+		for (int i = 0; i < 1000 && p.ob.received.size() < frames + 1; i++) {
+			p.b->progress_rx();
+			p.a->progress_tx();
+		}
+		ASSERT_EQ(frames + 1, p.ob.received.size());
+		for (size_t i = 0; i + 1 < frames; i++)
+			EXPECT_EQ(hdr + payloads[i], got.message(p.ob, i)) << i;
+		EXPECT_EQ(hdr + expect_last, got.message(p.ob, frames - 1));
+		EXPECT_EQ(text, got.message(p.ob, frames));
+		EXPECT_EQ(static_cast<int>(frames), p.oa.counted); // the partial one counted when done
+		ASSERT_EQ(1u, p.oa.sent.size());                   // only the plain send completes
+		EXPECT_EQ(&text, p.oa.sent[0]);
+		EXPECT_TRUE(p.a->tx_idle());
+		EXPECT_EQ(0, p.oa.errors + p.ob.errors + p.oa.lost + p.ob.lost);
 	}
-	ASSERT_GE(partial_at, 0) << "the socket never took a frame in part (" << refused
-				 << " refused)";
-	// The caller's buffer is free at once: its rest was copied.
-	payloads.back().assign(payloads.back().size(), '!');
-	std::string expect_last = pattern(4000, partial_at);
-	// Anything now waits behind the rest: framed sends are refused, plain ones queue.
-	std::string text = pattern(50, 99);
-	iovec piece{text.data(), text.size()};
-	EXPECT_EQ(-FI_EAGAIN, p.a->send_framed(hdr.data(), hdr.size(), &piece, 1, text.size()));
-	PostArgs later;
-	later.iov = &piece;
-	later.count = 1;
-	later.context = &text;
-	later.op_flags = FI_COMPLETION;
-	ASSERT_EQ(0, p.a->post_msg(later));
-	size_t frames = payloads.size();
-	Received got;
-	got.post(*p.b, frames + 1, 8192);
-	for (int i = 0; i < 1000 && p.ob.received.size() < frames + 1; i++) {
-		p.b->progress_rx();
-		p.a->progress_tx();
-	}
-	ASSERT_EQ(frames + 1, p.ob.received.size());
-	for (size_t i = 0; i + 1 < frames; i++)
-		EXPECT_EQ(hdr + payloads[i], got.message(p.ob, i)) << i;
-	EXPECT_EQ(hdr + expect_last, got.message(p.ob, frames - 1));
-	EXPECT_EQ(text, got.message(p.ob, frames));
-	EXPECT_EQ(static_cast<int>(frames), p.oa.counted); // the partial one counted when done
-	ASSERT_EQ(1u, p.oa.sent.size());                   // only the plain send completes
-	EXPECT_EQ(&text, p.oa.sent[0]);
-	EXPECT_TRUE(p.a->tx_idle());
-	EXPECT_EQ(0, p.oa.errors + p.ob.errors + p.oa.lost + p.ob.lost);
 }
 
 TEST(TcpFramed, ThroughTheDomainOpsExtension)

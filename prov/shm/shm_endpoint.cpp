@@ -204,10 +204,9 @@ void ShmEndpoint::progress()
 	if (bell_asked_)
 		take_back_doorbell();
 	// A busy poller's usual pass finds nothing: no slot ready, nothing of ours or owed to
-	// the peer to send. It ends here, after one look at the peer's head (which drain_rx
-	// would take too). Anything else, a corrupt head included, takes the full pass below.
-	uint32_t ready = 0;
-	if (rx_ring_.ready_slots(&ready) && ready == 0 && tx_queue_.empty() &&
+	// the peer to send. It ends here, after one look at the next slot's seq (which
+	// drain_rx would take too). Anything else takes the full pass below.
+	if (!rx_ring_.has_ready() && tx_queue_.empty() &&
 	    responses_.empty() && !rx_paused_ && !domain().engine().keep_armed())
 		return;
 	if (!drain_rx() || !push_tx())

@@ -110,7 +110,7 @@ bool ShmEndpoint::send_in_slots(const iovec *iov, size_t count, size_t total, vo
 		h.len = static_cast<uint32_t>(total);
 		h.total = total;
 		uint8_t *slot = tx_ring_.slot(0);
-		memcpy(slot, &h, sizeof(h));
+		write_slot_fields(slot, h);
 		if (count == 1 && total) // (a NULL base is allowed for 0 bytes, not for memcpy)
 			memcpy(slot + sizeof(h), iov[0].iov_base, total);
 		else
@@ -127,7 +127,7 @@ bool ShmEndpoint::send_in_slots(const iovec *iov, size_t count, size_t total, vo
 			h.len = static_cast<uint32_t>(len);
 			h.total = total - sent;
 			uint8_t *slot = tx_ring_.slot(i);
-			memcpy(slot, &h, sizeof(h));
+			write_slot_fields(slot, h);
 			gather(iov, count, sent, slot + sizeof(h), len);
 			sent += len;
 		}
@@ -160,7 +160,7 @@ ssize_t ShmEndpoint::inject_framed(const void *hdr, size_t hdr_len, const iovec 
 	h.len = static_cast<uint32_t>(total);
 	h.total = total;
 	uint8_t *slot = tx_ring_.slot(0);
-	memcpy(slot, &h, sizeof(h));
+	write_slot_fields(slot, h);
 	memcpy(slot + sizeof(h), hdr, hdr_len);
 	uint8_t *out = slot + sizeof(h) + hdr_len;
 	if (count == 1 && payload_len) // (a NULL base is allowed for 0 bytes, not for memcpy)

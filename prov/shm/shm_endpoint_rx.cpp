@@ -23,7 +23,7 @@ bool known_status(uint32_t status)
 // status is the caller's to check: an answer's continuation may carry a verdict.
 bool continues_message(const SlotHeader &c, uint32_t op, size_t remaining)
 {
-	return c.op == op && c.flags == 0 && c.reserved == 0 &&
+	return c.op == op && c.flags == 0 &&
 	       c.total == remaining && c.len == std::min<size_t>(remaining, kSlotPayload) &&
 	       c.id == 0 && c.rma_key == 0 && c.rma_addr == 0 && c.cq_data == 0;
 }
@@ -109,9 +109,9 @@ ShmEndpoint::consumed_in_place(const SlotHeader &h, const uint8_t *payload, uint
 		return 0;
 	// The common slot first: a whole message in this slot without CQ data, checked on
 	// every field valid_slot looks at for it (no other flag, len == total within the
-	// slot, status, id, RMA fields and reserved 0), in one test instead of its general walk.
+	// slot, status, id and RMA fields 0), in one test instead of its general walk.
 	bool whole = h.flags == kSlotFirst && h.len == h.total && h.len <= kSlotPayload &&
-		     (h.status | h.id | h.rma_key | h.rma_addr | h.reserved) == 0;
+		     (h.status | h.id | h.rma_key | h.rma_addr) == 0;
 	if (!whole) [[unlikely]]
 		return offered_not_whole(h, payload, ready);
 	ofi_rx_inplace_request request{payload, h.len, next_rx_context()};
@@ -169,7 +169,7 @@ bool ShmEndpoint::valid_slot(const SlotHeader &h) const
 {
 	bool first = (h.flags & kSlotFirst) != 0;
 	bool cq_data = (h.flags & kSlotCqData) != 0;
-	if (h.op < kOpMsg || h.op > kOpAck || (h.flags & ~kSlotKnownFlags) || h.reserved != 0 ||
+	if (h.op < kOpMsg || h.op > kOpAck || (h.flags & ~kSlotKnownFlags) ||
 	    h.len > kSlotPayload || first == incoming_.active)
 		return false;
 	bool answer = h.op == kOpAck || h.op == kOpReadResp;

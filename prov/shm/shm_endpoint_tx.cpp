@@ -81,7 +81,7 @@ void ShmEndpoint::fill_slot(TxEntry &e, uint8_t *slot)
 	} else {
 		h.total = e.total - e.sent;
 	}
-	memcpy(slot, &h, sizeof(h));
+	write_slot_fields(slot, h);
 	if (e.kind == TxKind::read_response && e.status != 0)
 		memset(slot + sizeof(h), 0, len); // refused half-way: the length is promised
 	else

@@ -1,6 +1,7 @@
 // Messages through the rings: every send/recv form, remote CQ data, inject, messages larger
 // than the ring, truncation, receives posted late (backpressure), cancel, and blocking reads
 // woken by the peer's doorbell.
+#include "prov/shm/shm_ring.h"
 #include "prov/shm/test/shm_test_pair.h"
 
 #include <gtest/gtest.h>
@@ -138,6 +139,33 @@ TEST_F(ShmMsg, TruncationReportsWhatWasCut)
 	ASSERT_EQ(0, fi_recv(p.server, in.data(), in.size(), nullptr, 0, nullptr));
 	ASSERT_EQ(0, fi_send(p.client, "next", 4, nullptr, 0, nullptr));
 	EXPECT_EQ(4u, completion(p.server_cq).len);
+}
+
+// Every slot position of the ring as the start of a message that takes the whole ring (it
+// wraps there), each reached by a message that exactly fills the slots before the wrap (or
+// moves within the lap): each slot's seq must say ready at every position and lap.
+TEST_F(ShmMsg, WholeRingMessagesFromEveryPosition)
+{
+	uint32_t pos = 0; // where the client's next message starts
+	auto send_slots = [&](uint32_t slots, uint8_t seed) {
+		size_t len = size_t(slots) * shm::kSlotPayload;
+		std::vector<uint8_t> out = pattern(len, seed), in(len, 0);
+		ASSERT_EQ(0, fi_recv(p.server, in.data(), in.size(), nullptr, 0, nullptr));
+		ASSERT_EQ(0, fi_send(p.client, out.data(), len, nullptr, 0, nullptr));
+		EXPECT_EQ(len, completion(p.server_cq).len);
+		completion(p.client_cq);
+		ASSERT_TRUE(out == in) << "slots " << slots << " from " << pos;
+		pos = (pos + slots) % shm::kSlots;
+	};
+	for (uint32_t start = 0; start < shm::kSlots; start++) {
+		if (pos != start)
+			send_slots(pos < start ? start - pos : shm::kSlots - pos + start,
+				   static_cast<uint8_t>(start));
+		ASSERT_EQ(start, pos);
+		send_slots(shm::kSlots, static_cast<uint8_t>(start + 1));
+		if (HasFatalFailure())
+			return;
+	}
 }
 
 TEST_F(ShmMsg, ManySendsWaitForLateReceives)

@@ -110,11 +110,11 @@ bool ShmEndpoint::send_in_slots(const iovec *iov, size_t count, size_t total, vo
 		h.len = static_cast<uint32_t>(total);
 		h.total = total;
 		uint8_t *slot = tx_ring_.slot(0);
-		write_slot_fields(slot, h);
 		if (count == 1 && total) // (a NULL base is allowed for 0 bytes, not for memcpy)
 			memcpy(slot + sizeof(h), iov[0].iov_base, total);
 		else
 			gather(iov, count, 0, slot + sizeof(h), total);
+		write_slot_fields(slot, h); // last: see inject_framed
 	} else {
 		// (gather's memcpy, not one GCC would inline here as `rep movsq`)
 		size_t sent = 0;
@@ -127,8 +127,8 @@ bool ShmEndpoint::send_in_slots(const iovec *iov, size_t count, size_t total, vo
 			h.len = static_cast<uint32_t>(len);
 			h.total = total - sent;
 			uint8_t *slot = tx_ring_.slot(i);
-			write_slot_fields(slot, h);
 			gather(iov, count, sent, slot + sizeof(h), len);
+			write_slot_fields(slot, h);
 			sent += len;
 		}
 	}
@@ -160,13 +160,16 @@ ssize_t ShmEndpoint::inject_framed(const void *hdr, size_t hdr_len, const iovec 
 	h.len = static_cast<uint32_t>(total);
 	h.total = total;
 	uint8_t *slot = tx_ring_.slot(0);
-	write_slot_fields(slot, h);
 	memcpy(slot + sizeof(h), hdr, hdr_len);
 	uint8_t *out = slot + sizeof(h) + hdr_len;
 	if (count == 1 && payload_len) // (a NULL base is allowed for 0 bytes, not for memcpy)
 		memcpy(out, payload[0].iov_base, payload_len);
 	else
 		gather(payload, count, 0, out, payload_len);
+	// The header's line last, right before publish stores its seq: a consumer polling
+	// this slot reads that line, and each time it does between our two writes to it the
+	// second one has to take the line back (a 1 KiB copy in between made that likely).
+	write_slot_fields(slot, h);
 	if (tx_ring_.publish(1))
 		ring_doorbell(peer_bell_);
 	// As fi_inject's: no CQ entry, a bound send counter counts it (count_tx's step, inline:

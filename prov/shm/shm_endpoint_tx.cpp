@@ -81,11 +81,11 @@ void ShmEndpoint::fill_slot(TxEntry &e, uint8_t *slot)
 	} else {
 		h.total = e.total - e.sent;
 	}
-	write_slot_fields(slot, h);
 	if (e.kind == TxKind::read_response && e.status != 0)
 		memset(slot + sizeof(h), 0, len); // refused half-way: the length is promised
 	else
 		gather(e.iov, e.count, e.sent, slot + sizeof(h), len);
+	write_slot_fields(slot, h); // last (see ShmEndpoint::inject_framed)
 	e.sent += len;
 	e.started = true;
 }

@@ -117,20 +117,26 @@ bool ShmEndpoint::send_in_slots(const iovec *iov, size_t count, size_t total, vo
 		write_slot_fields(slot, h); // last: see inject_framed
 	} else {
 		// (gather's memcpy, not one GCC would inline here as `rep movsq`)
+		// The first slot's header last of all, as the one slot's above: a consumer
+		// polls the first slot only.
+		SlotHeader first = h;
+		first.len = static_cast<uint32_t>(kSlotPayload);
+		first.total = total;
+		h.flags = 0; // continuations: what is left (as fill_slot writes)
+		h.cq_data = 0;
 		size_t sent = 0;
 		for (uint32_t i = 0; i < slots; i++) {
-			if (i == 1) {
-				h.flags = 0; // continuations: what is left (as fill_slot writes)
-				h.cq_data = 0;
-			}
 			size_t len = std::min(total - sent, kSlotPayload);
-			h.len = static_cast<uint32_t>(len);
-			h.total = total - sent;
 			uint8_t *slot = tx_ring_.slot(i);
 			gather(iov, count, sent, slot + sizeof(h), len);
-			write_slot_fields(slot, h);
+			if (i > 0) {
+				h.len = static_cast<uint32_t>(len);
+				h.total = total - sent;
+				write_slot_fields(slot, h);
+			}
 			sent += len;
 		}
+		write_slot_fields(tx_ring_.slot(0), first);
 	}
 	if (tx_ring_.publish(slots))
 		ring_doorbell(peer_bell_);

@@ -137,10 +137,12 @@ public:
 	}
 	uint8_t *slot(uint32_t ahead) { return ring_->slots[(head_ + ahead) % kSlots]; }
 	// Makes `count` written slots visible (their seq last, each after its fields and
-	// payload); true when the consumer asked for a doorbell.
+	// payload; the first slot's last, so that a consumer that sees it ready finds the
+	// whole message: caught half-way, it would take the message slot by slot instead of
+	// in place); true when the consumer asked for a doorbell.
 	bool publish(uint32_t count)
 	{
-		for (uint32_t i = 0; i < count; i++)
+		for (uint32_t i = count; i-- > 0;)
 			slot_seq(slot(i)).store(head_ + i + 1, std::memory_order_release);
 		head_ += count;
 		ring_->control.head.store(head_, std::memory_order_release);

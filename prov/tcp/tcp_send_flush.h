@@ -13,13 +13,14 @@
 #ifndef PROV_TCP_TCP_SEND_FLUSH_H
 #define PROV_TCP_TCP_SEND_FLUSH_H
 
+#include "prov/tcp/tcp_member_list.h"
 #include "prov/util/progress_engine.h"
 
 namespace tcp {
 
 class SendFlush : public util::ProgressSource {
 public:
-	class Member {
+	class Member : public MemberLinks<Member> {
 	public:
 		// Sends what it holds back (whatever the socket takes; the rest waits for
 		// EPOLLOUT like any blocked send).
@@ -27,12 +28,6 @@ public:
 
 	protected:
 		~Member() = default;
-
-	private:
-		friend class SendFlush;
-		Member *next_ = nullptr;
-		Member *prev_ = nullptr;
-		bool listed_ = false;
 	};
 
 	explicit SendFlush(util::ProgressEngine &engine) : engine_(engine) {}
@@ -56,27 +51,11 @@ public:
 			if (!registered_)
 				return false;
 		}
-		if (m->listed_)
-			return true;
-		m->listed_ = true;
-		m->prev_ = nullptr;
-		m->next_ = head_;
-		if (head_)
-			head_->prev_ = m;
-		head_ = m;
+		members_.push_front(m);
 		return true;
 	}
 
-	void remove(Member *m)
-	{
-		if (!m->listed_)
-			return;
-		(m->prev_ ? m->prev_->next_ : head_) = m->next_;
-		if (m->next_)
-			m->next_->prev_ = m->prev_;
-		m->next_ = m->prev_ = nullptr;
-		m->listed_ = false;
-	}
+	void remove(Member *m) { members_.remove(m); }
 
 	void progress() override { flush_all(); }
 	// Flushing may complete sends: the caller then reads instead of sleeping.
@@ -86,8 +65,8 @@ private:
 	// True if any endpoint was flushed.
 	bool flush_all()
 	{
-		bool any = head_ != nullptr;
-		while (Member *m = head_) {
+		bool any = members_.front() != nullptr;
+		while (Member *m = members_.front()) {
 			remove(m);
 			m->flush_sends();
 		}
@@ -99,7 +78,7 @@ private:
 	}
 
 	util::ProgressEngine &engine_;
-	Member *head_ = nullptr;
+	MemberList<Member> members_;
 	bool registered_ = false;
 };
 

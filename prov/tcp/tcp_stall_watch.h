@@ -21,6 +21,7 @@
 #ifndef PROV_TCP_TCP_STALL_WATCH_H
 #define PROV_TCP_TCP_STALL_WATCH_H
 
+#include "prov/tcp/tcp_member_list.h"
 #include "prov/tcp/tcp_provider.h"
 #include "prov/util/progress_engine.h"
 
@@ -35,7 +36,7 @@ namespace tcp {
 
 class StallWatch : public util::FdHandler {
 public:
-	class Member {
+	class Member : public MemberLinks<Member> {
 	public:
 		// Whether the stream still sits mid-frame (else it leaves the list).
 		virtual bool stall_mid_frame() const = 0;
@@ -50,9 +51,6 @@ public:
 
 	private:
 		friend class StallWatch;
-		Member *next_ = nullptr;
-		Member *prev_ = nullptr;
-		bool listed_ = false;
 		uint64_t seen_reads_ = 0;
 		uint64_t still_since_ms_ = 0; // 0: not seen still yet
 	};
@@ -93,30 +91,16 @@ public:
 	// The member ended a progress call mid-frame. Cheap when already listed.
 	void watch(Member *m)
 	{
-		if (m->listed_ || !timeout_ms_)
+		if (m->listed() || !timeout_ms_)
 			return;
-		if (!head_ && !arm(true))
+		if (!members_.front() && !arm(true))
 			return; // the timer cannot run: no watch, as before it existed
-		m->listed_ = true;
 		m->seen_reads_ = m->stall_reads();
 		m->still_since_ms_ = 0;
-		m->prev_ = nullptr;
-		m->next_ = head_;
-		if (head_)
-			head_->prev_ = m;
-		head_ = m;
+		members_.push_front(m);
 	}
 
-	void remove(Member *m)
-	{
-		if (!m->listed_)
-			return;
-		(m->prev_ ? m->prev_->next_ : head_) = m->next_;
-		if (m->next_)
-			m->next_->prev_ = m->prev_;
-		m->next_ = m->prev_ = nullptr;
-		m->listed_ = false;
-	}
+	void remove(Member *m) { members_.remove(m); }
 
 	void on_fd_ready(int fd, uint32_t) override
 	{
@@ -124,7 +108,7 @@ public:
 		while (::read(fd, &expirations, sizeof(expirations)) > 0) {
 		}
 		sweep(now_ms());
-		if (!head_)
+		if (!members_.front())
 			arm(false);
 	}
 
@@ -132,8 +116,8 @@ public:
 	void sweep(uint64_t now)
 	{
 		Member *next = nullptr;
-		for (Member *m = head_; m; m = next) {
-			next = m->next_;
+		for (Member *m = members_.front(); m; m = next) {
+			next = MemberList<Member>::next(m);
 			uint64_t reads = m->stall_reads();
 			if (!m->stall_mid_frame()) {
 				remove(m);
@@ -179,7 +163,7 @@ private:
 	util::ProgressEngine &engine_;
 	uint64_t timeout_ms_;
 	int timer_fd_ = -1;
-	Member *head_ = nullptr;
+	MemberList<Member> members_;
 };
 
 } // namespace tcp

@@ -690,25 +690,18 @@ void RxmEndpoint::progress()
 	// poller's empty pass, and the idle EQ intervals (kIdleCoreEqInterval, a millisecond;
 	// shm's kIdleEqInterval, 50 us) are still kept within a few passes. Such a pass
 	// changes nothing below.
-	bool busy;
-	bool clock_due;
-	if (!shm_) {
-		busy = drain_core_cq() > 0;
-		clock_due = busy || last_pass_busy_ || conn_timers_active_ ||
-			    may_have_slept_.load(std::memory_order_relaxed) ||
-			    rndv_read_next_ != std::chrono::steady_clock::time_point{} ||
-			    ++idle_passes_ % kIdleClockEvery == 0;
-	} else {
-		// With peers on shm, shm connections being set up are watched on every pass. A
-		// shm peer's death is seen only by a system call (its socket's hangup, read
-		// through the shm EQ): a pass that skips the clock leaves shm_check_on_send_ set,
-		// and the next send reads the shm EQ first if it is due (shm_check_before_send),
-		// so a send after an idle spell does not go into the ring of a peer that died
-		// meanwhile when a pass reading the clock would have seen it.
-		bool watch = last_pass_busy_ || conn_timers_active_ || shm_setups_ ||
-			     may_have_slept_.load(std::memory_order_relaxed) ||
-			     rndv_read_next_ != std::chrono::steady_clock::time_point{};
-		bool tick = !watch && ++idle_passes_ % kIdleClockEvery == 0;
+	// With peers on shm, shm connections being set up are watched on every pass too. A
+	// shm peer's death is seen only by a system call (its socket's hangup, read through
+	// the shm EQ): a pass that skips the clock leaves shm_check_on_send_ set, and the next
+	// send reads the shm EQ first if it is due (shm_check_before_send), so a send after an
+	// idle spell does not go into the ring of a peer that died meanwhile when a pass
+	// reading the clock would have seen it.
+	bool busy = !shm_ && drain_core_cq() > 0;
+	bool watch = last_pass_busy_ || conn_timers_active_ || (shm_ && shm_setups_) ||
+		     may_have_slept_.load(std::memory_order_relaxed) ||
+		     rndv_read_next_ != std::chrono::steady_clock::time_point{};
+	bool tick = !busy && !watch && ++idle_passes_ % kIdleClockEvery == 0;
+	if (shm_) {
 		// Once every peer with a core connection moved to shm, the core connections
 		// carry only liveness (the core EQ's, read on ticks) and the odd late completion
 		// of what was posted before the move: an idle pass polls the core only on ticks
@@ -717,10 +710,10 @@ void RxmEndpoint::progress()
 		// quiet (core_quiet).
 		busy = (watch || tick || !core_quiet() || core_poll_asked()) && drain_core_cq() > 0;
 		busy |= shm_drain_cq() > 0; // the shm CQ on every pass, like the core's
-		clock_due = busy || watch || tick;
-		if (!clock_due)
-			shm_check_on_send_ = true;
 	}
+	bool clock_due = busy || watch || tick;
+	if (shm_ && !clock_due)
+		shm_check_on_send_ = true;
 	std::chrono::steady_clock::time_point now{}; // (before any deadline when not read)
 	if (clock_due) {
 		now = std::chrono::steady_clock::now(); // one clock read per pass, shm's too

@@ -1,11 +1,11 @@
-#include "prov/shm/test/shm_test_pair.h"
+#include "prov/util/test/msg_test_pair.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstring>
 
-namespace shm_test {
+namespace msg_test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -17,9 +17,12 @@ bool expired(Clock::time_point start, int timeout_ms)
 
 } // namespace
 
-ShmPair::ShmPair(const char *n) : node(n) {}
+MsgPair::MsgPair(const char *provider, const char *n, uint64_t c, int mr)
+	: caps(c), mr_mode(mr), node(n), provider_(provider)
+{
+}
 
-ShmPair::~ShmPair()
+MsgPair::~MsgPair()
 {
 	for (fid_ep *ep : {server, client})
 		if (ep)
@@ -50,12 +53,12 @@ bool ok(int ret, const char *what)
 
 } // namespace
 
-bool ShmPair::open(fi_wait_obj cq_wait, fi_progress progress)
+bool MsgPair::open(fi_wait_obj cq_wait, fi_progress progress)
 {
 	hints = fi_allocinfo();
 	hints->ep_attr->type = FI_EP_MSG;
 	hints->caps = caps;
-	hints->fabric_attr->prov_name = strdup("shm");
+	hints->fabric_attr->prov_name = strdup(provider_.c_str());
 	hints->domain_attr->mr_mode = mr_mode;
 	hints->domain_attr->data_progress = progress;
 	if (!ok(fi_getinfo(version, node.c_str(), "0", FI_SOURCE, hints, &info),
@@ -84,7 +87,7 @@ bool ShmPair::open(fi_wait_obj cq_wait, fi_progress progress)
 	return open_client();
 }
 
-bool ShmPair::open_client()
+bool MsgPair::open_client()
 {
 	if (client)
 		fi_close(&client->fid);
@@ -110,7 +113,7 @@ bool ShmPair::open_client()
 	return ok(fi_enable(client), "fi_enable");
 }
 
-bool ShmPair::connect(const std::string &data, const std::string &accept_data)
+bool MsgPair::connect(const std::string &data, const std::string &accept_data)
 {
 	int ret = fi_connect(client, listen_addr.data(), data.empty() ? nullptr : data.data(),
 			     data.size());
@@ -147,7 +150,7 @@ bool ShmPair::connect(const std::string &data, const std::string &accept_data)
 	return s.event == FI_CONNECTED && c.event == FI_CONNECTED;
 }
 
-EqEvent ShmPair::wait_eq(fid_eq *eq, int timeout_ms)
+EqEvent MsgPair::wait_eq(fid_eq *eq, int timeout_ms)
 {
 	EqEvent out;
 	uint8_t buf[sizeof(fi_eq_cm_entry) + 512];
@@ -179,7 +182,7 @@ EqEvent ShmPair::wait_eq(fid_eq *eq, int timeout_ms)
 	}
 }
 
-ssize_t ShmPair::wait_cq(fid_cq *cq, fi_cq_data_entry *entry, fi_cq_err_entry *err,
+ssize_t MsgPair::wait_cq(fid_cq *cq, fi_cq_data_entry *entry, fi_cq_err_entry *err,
 			 int timeout_ms)
 {
 	auto start = Clock::now();
@@ -194,7 +197,7 @@ ssize_t ShmPair::wait_cq(fid_cq *cq, fi_cq_data_entry *entry, fi_cq_err_entry *e
 	}
 }
 
-bool ShmPair::cq_stays_empty(fid_cq *cq, int ms)
+bool MsgPair::cq_stays_empty(fid_cq *cq, int ms)
 {
 	auto start = Clock::now();
 	while (!expired(start, ms)) {
@@ -205,4 +208,4 @@ bool ShmPair::cq_stays_empty(fid_cq *cq, int ms)
 	return true;
 }
 
-} // namespace shm_test
+} // namespace msg_test

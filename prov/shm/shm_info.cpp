@@ -5,6 +5,7 @@
 #include "prov/shm/shm_provider.h"
 #include "prov/shm/shm_ring.h"
 #include "prov/util/error.h"
+#include "prov/util/info_util.h"
 
 #include <netdb.h>
 #include <sys/socket.h>
@@ -57,33 +58,6 @@ void *dup_address(const ShmAddress &a)
 	return copy;
 }
 
-int mr_mode_for(const fi_info *hints)
-{
-	// As tcp: keys are chosen by the provider when the application allows it, otherwise the
-	// requested key is used; remote addresses are offsets into the region. A legacy
-	// FI_MR_BASIC application addresses remote memory by virtual address and reads provider
-	// keys: it gets exactly that (the MR map does both).
-	if (!hints || !hints->domain_attr)
-		return FI_MR_PROV_KEY;
-	int mode = hints->domain_attr->mr_mode;
-	if (mode & FI_MR_BASIC)
-		return FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	if (mode == FI_MR_SCALABLE || mode == FI_MR_UNSPEC)
-		return 0;
-	return (mode & FI_MR_PROV_KEY) ? FI_MR_PROV_KEY : 0;
-}
-
-fi_progress progress_for(const fi_info *hints, bool data)
-{
-	if (hints && hints->domain_attr) {
-		unsigned p = util::raw_enum(data ? hints->domain_attr->data_progress
-					       : hints->domain_attr->control_progress);
-		if (p == FI_PROGRESS_AUTO || p == FI_PROGRESS_MANUAL)
-			return static_cast<fi_progress>(p);
-	}
-	return FI_PROGRESS_MANUAL;
-}
-
 fi_info *make_info(uint32_t version, const ShmAddress &src, const ShmAddress *dest,
 		   const fi_info *hints)
 {
@@ -126,11 +100,11 @@ fi_info *make_info(uint32_t version, const ShmAddress &src, const ShmAddress *de
 	fi_domain_attr *dom = fi->domain_attr;
 	dom->name = strdup(kFabricName);
 	dom->threading = FI_THREAD_SAFE;
-	dom->control_progress = progress_for(hints, false);
-	dom->data_progress = progress_for(hints, true);
+	dom->control_progress = util::progress_asked(hints, false);
+	dom->data_progress = util::progress_asked(hints, true);
 	dom->resource_mgmt = FI_RM_ENABLED;
 	dom->av_type = FI_AV_UNSPEC;
-	dom->mr_mode = mr_mode_for(hints);
+	dom->mr_mode = util::offset_mr_mode_for(hints);
 	dom->mr_key_size = sizeof(uint64_t);
 	dom->cq_data_size = sizeof(uint64_t);
 	dom->cq_cnt = 256;

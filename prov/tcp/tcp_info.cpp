@@ -5,6 +5,7 @@
 #include "prov/tcp/tcp_passive_endpoint.h"
 #include "prov/tcp/tcp_provider.h"
 #include "prov/util/error.h"
+#include "prov/util/info_util.h"
 
 #include <netdb.h>
 
@@ -116,35 +117,6 @@ void free_list(fi_info *fi)
 	}
 }
 
-uint64_t mr_mode_for(const fi_info *hints)
-{
-	// Keys are always chosen by the provider when the application allows it; otherwise the
-	// requested key is used. Addresses are offsets into the region (no FI_MR_VIRT_ADDR),
-	// as upstream's tcp provider reports.
-	if (!hints || !hints->domain_attr)
-		return FI_MR_PROV_KEY;
-	int mode = hints->domain_attr->mr_mode;
-	// A legacy FI_MR_BASIC application (fi_mr(3)) addresses remote memory by virtual
-	// address and reads provider keys: give it exactly that.
-	if (mode & FI_MR_BASIC)
-		return FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	if (mode == FI_MR_SCALABLE || mode == FI_MR_UNSPEC)
-		return 0;
-	return (mode & FI_MR_PROV_KEY) ? FI_MR_PROV_KEY : 0;
-}
-
-fi_progress progress_for(const fi_info *hints, bool data)
-{
-	if (hints && hints->domain_attr) {
-		// Hints are the application's: any value may be there, so compare integers.
-		unsigned p = util::raw_enum(data ? hints->domain_attr->data_progress
-					       : hints->domain_attr->control_progress);
-		if (p == FI_PROGRESS_AUTO || p == FI_PROGRESS_MANUAL)
-			return static_cast<fi_progress>(p);
-	}
-	return FI_PROGRESS_MANUAL;
-}
-
 fi_info *make_info(uint32_t version, const Interface &iface, const sockaddr_storage *src,
 		   const sockaddr_storage *dest, const fi_info *hints)
 {
@@ -210,11 +182,11 @@ fi_info *make_info(uint32_t version, const Interface &iface, const sockaddr_stor
 	fi_domain_attr *dom = fi->domain_attr;
 	dom->name = strdup(iface.name.c_str());
 	dom->threading = FI_THREAD_SAFE;
-	dom->control_progress = progress_for(hints, false);
-	dom->data_progress = progress_for(hints, true);
+	dom->control_progress = util::progress_asked(hints, false);
+	dom->data_progress = util::progress_asked(hints, true);
 	dom->resource_mgmt = FI_RM_ENABLED;
 	dom->av_type = FI_AV_UNSPEC;
-	dom->mr_mode = static_cast<int>(mr_mode_for(hints));
+	dom->mr_mode = util::offset_mr_mode_for(hints);
 	dom->mr_key_size = sizeof(uint64_t);
 	dom->cq_data_size = sizeof(uint64_t);
 	dom->cq_cnt = 256;

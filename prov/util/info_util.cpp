@@ -1,5 +1,6 @@
 #include "prov/util/info_util.h"
 
+#include "prov/util/error.h"
 #include "prov/util/sockaddr_util.h"
 
 #include <rdma/fi_errno.h>
@@ -135,6 +136,29 @@ int fill_addresses(struct fi_info *info, const char *node, const char *service,
 		return set_src_addr(info, hints->src_addr, hints->src_addrlen);
 	}
 	return 0;
+}
+
+int offset_mr_mode_for(const struct fi_info *hints) noexcept
+{
+	if (!hints || !hints->domain_attr)
+		return FI_MR_PROV_KEY;
+	int mode = hints->domain_attr->mr_mode;
+	if (mode & FI_MR_BASIC)
+		return FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	if (mode == FI_MR_SCALABLE || mode == FI_MR_UNSPEC)
+		return 0;
+	return (mode & FI_MR_PROV_KEY) ? FI_MR_PROV_KEY : 0;
+}
+
+enum fi_progress progress_asked(const struct fi_info *hints, bool data) noexcept
+{
+	if (hints && hints->domain_attr) {
+		unsigned p = raw_enum(data ? hints->domain_attr->data_progress
+					   : hints->domain_attr->control_progress);
+		if (p == FI_PROGRESS_AUTO || p == FI_PROGRESS_MANUAL)
+			return static_cast<enum fi_progress>(p);
+	}
+	return FI_PROGRESS_MANUAL;
 }
 
 } // namespace util

@@ -37,6 +37,17 @@ int set_dest_addr(struct fi_info *info, const void *addr, size_t len);
 int fill_addresses(struct fi_info *info, const char *node, const char *service,
 		   uint64_t flags, const struct fi_info *hints, uint32_t addr_format);
 
+// The mr_mode of a core provider that chooses keys when the application allows it
+// (FI_MR_PROV_KEY) and otherwise uses the requested key, with remote addresses as offsets
+// into the region (tcp, shm). A legacy FI_MR_BASIC application addresses remote memory by
+// virtual address and reads provider keys (fi_mr(3)): it gets exactly that.
+int offset_mr_mode_for(const struct fi_info *hints) noexcept;
+
+// The progress model the hints ask for (data or control), FI_PROGRESS_MANUAL when they ask
+// for none or for a value that is not one (hints are the application's: any integer may be
+// there).
+enum fi_progress progress_asked(const struct fi_info *hints, bool data) noexcept;
+
 } // namespace util
 
 #endif

@@ -15,6 +15,10 @@
 // fi_cq_read calls on the first endpoint's empty CQ: the cost of a busy poller's empty
 // pass. (rxm reads its core EQ by the wall clock: slowed down under callgrind, a pass reads
 // it more often than at full speed.)
+// "mtl" makes the ping-pong Open MPI 4.1's ofi MTL's (mtl_ofi.h): FI_THREAD_DOMAIN,
+// FI_SOURCE and FI_REMOTE_CQ_DATA asked, sends by fi_tinjectdata up to the inject size
+// (fi_tsenddata above, its completion read), reads by fi_cq_readfrom of up to 100 entries
+// repeated until the CQ is empty (so each message found costs one more, empty, read).
 // Exits non-zero when anything fails.
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -30,6 +34,8 @@
 #include <vector>
 
 namespace {
+
+bool mtl = false; // Open MPI's MTL's calls (see above)
 
 struct Side {
 	fid_fabric *fabric = nullptr;
@@ -78,20 +84,32 @@ bool insert(Side &from, Side &to)
 	       fi_av_insert(from.av, name, 1, &from.peer, 0, nullptr) == 1;
 }
 
+// Reads each CQ once (mtl: until it is empty).
+bool poll_both(Side *sides)
+{
+	fi_cq_tagged_entry e[100];
+	fi_addr_t src[100];
+	for (int c = 0; c < 2; c++) {
+		ssize_t ret;
+		while ((ret = mtl ? fi_cq_readfrom(sides[c].cq, e, 100, src)
+				  : fi_cq_read(sides[c].cq, e, 1)) > 0) {
+			sides[c].got += ret;
+			if (!mtl)
+				break;
+		}
+		if (ret < 0 && ret != -FI_EAGAIN)
+			return false;
+	}
+	return true;
+}
+
 // Reads both CQs (each endpoint progresses through its own) until side has count entries;
 // bounded by passes, not a clock, so no system call of its own.
 bool wait_for(Side *sides, int side, long count)
 {
-	fi_cq_tagged_entry e;
-	for (long i = 0; i < 100000000 && sides[side].got < count; i++) {
-		for (int c = 0; c < 2; c++) {
-			ssize_t ret = fi_cq_read(sides[c].cq, &e, 1);
-			if (ret == 1)
-				sides[c].got++;
-			else if (ret != -FI_EAGAIN)
-				return false;
-		}
-	}
+	for (long i = 0; i < 100000000 && sides[side].got < count; i++)
+		if (!poll_both(sides))
+			return false;
 	return sides[side].got >= count;
 }
 
@@ -111,11 +129,13 @@ int main(int argc, char **argv)
 			stream = true;
 		else if (strcmp(argv[i], "poll") == 0)
 			poll = true;
+		else if (strcmp(argv[i], "mtl") == 0)
+			mtl = domain = true;
 		else if ((size = strtoul(argv[i], nullptr, 0)) == 0)
 			usage = true;
 	}
 	if (usage) {
-		fprintf(stderr, "usage: %s PROVIDER msg|tagged ROUNDS [domain] [stream|poll] [SIZE]\n",
+		fprintf(stderr, "usage: %s PROVIDER msg|tagged ROUNDS [domain|mtl] [stream|poll] [SIZE]\n",
 			argv[0]);
 		return 2;
 	}
@@ -129,6 +149,10 @@ int main(int argc, char **argv)
 	fi_info *hints = fi_allocinfo();
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->caps = tagged ? FI_TAGGED : FI_MSG;
+	if (mtl) { // (remote CQ data as the MTL asks it: by cq_data_size)
+		hints->caps |= FI_SOURCE;
+		hints->domain_attr->cq_data_size = sizeof(int);
+	}
 	hints->mode = FI_CONTEXT;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
 				      FI_MR_PROV_KEY;
@@ -144,6 +168,22 @@ int main(int argc, char **argv)
 		return 1;
 	std::vector<char> out(size, 'p'), in[2] = {std::vector<char>(size), std::vector<char>(size)};
 	fi_context ctx[4];
+	// Sends without a completion (fi_tinjectdata): one completion per side and round.
+	bool inject = mtl && size <= info->tx_attr->inject_size;
+	long per_round = inject ? 1 : 2;
+	auto tsend = [&](int side, void *context) {
+		if (!mtl)
+			return fi_tsend(s[side].ep, out.data(), size, nullptr, s[side].peer, 7, context);
+		ssize_t ret; // the MTL retries -FI_EAGAIN after a progress call
+		for (int i = 0; i < 1000000; i++) {
+			ret = inject ? fi_tinjectdata(s[side].ep, out.data(), size, side, s[side].peer, 7)
+				     : fi_tsenddata(s[side].ep, out.data(), size, nullptr, side,
+						    s[side].peer, 7, context);
+			if (ret != -FI_EAGAIN || !poll_both(s))
+				break;
+		}
+		return ret;
+	};
 	if (stream) {
 		constexpr long kWindow = 64;
 		fi_context sctx[2 * kWindow];
@@ -187,15 +227,16 @@ int main(int argc, char **argv)
 			r0 = fi_recv(s[0].ep, in[0].data(), size, nullptr, s[0].peer, &ctx[0]);
 			r1 = fi_recv(s[1].ep, in[1].data(), size, nullptr, s[1].peer, &ctx[1]);
 		}
-		w0 = tagged ? fi_tsend(s[0].ep, out.data(), size, nullptr, s[0].peer, 7, &ctx[2])
+		w0 = tagged ? tsend(0, &ctx[2])
 			    : fi_send(s[0].ep, out.data(), size, nullptr, s[0].peer, &ctx[2]);
-		if (r0 || r1 || w0 || !wait_for(s, 1, 2 * i + 1)) {
-			fprintf(stderr, "round %ld: first half failed\n", i);
+		if (r0 || r1 || w0 || !wait_for(s, 1, per_round * i + 1)) {
+			fprintf(stderr, "round %ld: first half failed (%zd %zd %zd)\n", i, r0, r1, w0);
 			return 1;
 		}
-		w1 = tagged ? fi_tsend(s[1].ep, out.data(), size, nullptr, s[1].peer, 7, &ctx[3])
+		w1 = tagged ? tsend(1, &ctx[3])
 			    : fi_send(s[1].ep, out.data(), size, nullptr, s[1].peer, &ctx[3]);
-		if (w1 || !wait_for(s, 0, 2 * i + 2) || !wait_for(s, 1, 2 * i + 2)) {
+		if (w1 || !wait_for(s, 0, per_round * (i + 1)) ||
+		    !wait_for(s, 1, per_round * (i + 1))) {
 			fprintf(stderr, "round %ld: second half failed\n", i);
 			return 1;
 		}

@@ -544,6 +544,20 @@ private:
 	bool consume_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req);
 	bool take_from_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req); // inline
 	bool take_general_from_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req);
+	// Rendezvous requests and dones of a moved peer, taken from the ring during this
+	// endpoint's own shm progress (shm_defer_ok_): copied here and handled right after
+	// that progress (their handling may send, which takes the shm lock the progress
+	// holds), before the shm CQ is read (rxm_shm_direct.cpp).
+	struct ShmDeferred {
+		RxmConn *conn;
+		size_t len;
+		uint8_t bytes[kWireHeaderSize + rndv_payload_size(kRndvMaxSegments) + kCmaOfferSize];
+	};
+	bool defer_shm_control(RxmConn *conn, const struct ofi_rx_inplace_request *req);
+	size_t run_shm_deferred();
+	void handle_shm_control(RxmConn *conn, std::span<const uint8_t> message);
+	std::vector<ShmDeferred> shm_deferred_;
+	bool shm_defer_ok_ = false;
 	bool take_pieces(RxmConn *conn, const WireHeader &hdr, const struct iovec *pieces,
 			 size_t count);
 	void on_inplace_buffer_back(RxmConn *conn);

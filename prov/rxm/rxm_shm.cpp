@@ -90,7 +90,14 @@ void RxmEndpoint::close_shm_side()
 
 size_t RxmEndpoint::shm_drain_cq()
 {
-	size_t handled = progress_and_drain(shm_->cq, shm_->cq_progress) + taken_in_place_;
+	// progress_and_drain's steps, with the control messages taken during shm's progress
+	// handled in between (rxm_shm_direct.cpp: defer_shm_control).
+	shm_defer_ok_ = true;
+	bool entries = !shm_->cq_progress || shm_->cq_progress->progress(shm_->cq) != 0;
+	shm_defer_ok_ = false;
+	if (!shm_deferred_.empty())
+		run_shm_deferred();
+	size_t handled = (entries ? drain_cq(shm_->cq) : 0) + taken_in_place_;
 	taken_in_place_ = 0;
 	return handled;
 }

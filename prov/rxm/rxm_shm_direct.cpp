@@ -102,8 +102,12 @@ bool RxmEndpoint::take_general_from_shm(RxmConn *conn, const struct ofi_rx_inpla
 		return false;
 	// Decoded from one copy of its bytes (decode_message_header): the peer may rewrite them.
 	WireHeader hdr;
-	if (decode_message_header(static_cast<const uint8_t *>(first), req->len, &hdr) ||
-	    hdr.op != WireOp::eager || (hdr.flags & wire_flag::delivery_complete))
+	if (decode_message_header(static_cast<const uint8_t *>(first), req->len, &hdr))
+		return false;
+	if (req->msg && shm_defer_ok_ &&
+	    (hdr.op == WireOp::rndv_request || hdr.op == WireOp::rndv_done))
+		return defer_shm_control(conn, req);
+	if (hdr.op != WireOp::eager || (hdr.flags & wire_flag::delivery_complete))
 		return false;
 	if (!req->msg) {
 		if (!take_pieces(conn, hdr, req->pieces, req->piece_count))
@@ -158,6 +162,56 @@ bool RxmEndpoint::take_pieces(RxmConn *conn, const WireHeader &hdr, const struct
 	}
 	complete_recv(receiver);
 	return true;
+}
+
+// A same-host rendezvous (rxm_rndv_cma.cpp) is a request and a done through the ring. Taken
+// through a receive buffer, each cost shm a receive, a copy into it and a CQ entry, and rxm
+// a CQ read, a decode and a repost (~700 instructions each, a fifth of a switched 64 KiB
+// message). Here the message (at most a rendezvous request with its same-host offer) is
+// copied out and its slot released; the connection's later messages are declined into
+// receive buffers meanwhile (inplace_rx_in_cq), and shm_drain_cq handles the copies before
+// it reads those from the shm CQ, so the connection's order holds.
+bool RxmEndpoint::defer_shm_control(RxmConn *conn, const struct ofi_rx_inplace_request *req)
+{
+	if (req->len > sizeof(ShmDeferred::bytes))
+		return false;
+	ShmDeferred &d = shm_deferred_.emplace_back();
+	d.conn = conn;
+	d.len = req->len;
+	memcpy(d.bytes, req->msg, req->len);
+	conn->inplace_rx_in_cq.fetch_add(1, std::memory_order_relaxed); // later ones wait
+	taken_in_place_++;
+	return true;
+}
+
+size_t RxmEndpoint::run_shm_deferred()
+{
+	// Nothing is deferred while this runs (shm_defer_ok_ is clear): the list holds still.
+	size_t count = shm_deferred_.size();
+	for (ShmDeferred &d : shm_deferred_) {
+		on_inplace_buffer_back(d.conn);
+		handle_shm_control(d.conn, {d.bytes, d.len});
+	}
+	shm_deferred_.clear();
+	return count;
+}
+
+// on_rx_buffer's steps for a message of a moved peer's shm endpoint, without the buffer.
+void RxmEndpoint::handle_shm_control(RxmConn *conn, std::span<const uint8_t> message)
+{
+	if (conn->state == ConnState::closed)
+		return; // its operations already ended in error
+	WireHeader hdr;
+	if (decode_message(message, &hdr) != 0) {
+		RXM_WARN(FI_LOG_EP_DATA, "malformed message of %zu bytes from a peer: closing "
+					 "its connection\n", message.size());
+		fail_conn(conn, -FI_EIO);
+		return;
+	}
+	hdr.flags |= kArrivedOnShm; // its rendezvous transfers take shm too (rndv_ep)
+	if (hdr.credits && !take_returned_credits(conn, hdr.credits))
+		return;
+	handle_message(conn, hdr, message.subspan(kWireHeaderSize));
 }
 
 void RxmEndpoint::on_inplace_buffer_back(RxmConn *conn)

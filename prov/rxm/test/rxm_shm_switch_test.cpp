@@ -184,6 +184,90 @@ TEST(RxmShmSwitch, PolledFdWithoutTrywaitOverShmCore)
 	run_poll_without_trywait("", "shm;ofi_rxm", false);
 }
 
+// A rendezvous request taken from the ring is handled after shm's progress returns
+// (rxm_shm_direct.cpp, defer_shm_control): an eager message right behind it must still be
+// matched after it. The sender posts a 64 KiB message (a same-host rendezvous) and an 8-byte
+// one, untagged, before the receiver looks; the receiver then posts two receives of 64 KiB
+// and reads: the first must be the 64 KiB message. Handling the eager one first (taken in
+// place while the request waits) would give it the first receive. Both directions, each side
+// FI_THREAD_DOMAIN and default threading in turn.
+bool rndv_then_eager_peer(int to_peer, int from_peer, bool thread_domain)
+{
+	Peer p;
+	p.thread_domain = thread_domain;
+	if (!p.open(to_peer, from_peer) || !settle(p, true))
+		return false;
+	const bool first = getenv("SHM_SWITCH_TEST_FIRST") != nullptr;
+	constexpr size_t kBig = 65536;
+	for (uint64_t round = 0; round < 8; round++) {
+		char go = 0;
+		if ((round % 2 == 0) == first) {
+			std::vector<uint8_t> big(kBig), small(8);
+			for (size_t j = 0; j < big.size(); j++)
+				big[j] = pattern(round, j);
+			for (size_t j = 0; j < small.size(); j++)
+				small[j] = pattern(round + 100, j);
+			int bctx = 0, sctx = 0, status = -1;
+			if (!p.post("fi_send", [&] {
+				    return fi_send(p.ep, big.data(), big.size(), nullptr, p.peer, &bctx);
+			    }) ||
+			    !p.post("fi_send", [&] {
+				    return fi_send(p.ep, small.data(), small.size(), nullptr, p.peer,
+						   &sctx);
+			    }))
+				return false;
+			CHILD_CHECK(write(to_peer, &go, 1) == 1, "sending the go");
+			if (!p.wait_for(&sctx, &status))
+				return false;
+			CHILD_CHECK(status == 0, "small send: %s", fi_strerror(-status));
+			if (!p.wait_for(&bctx, &status))
+				return false;
+			CHILD_CHECK(status == 0, "big send: %s", fi_strerror(-status));
+		} else {
+			CHILD_CHECK(read(from_peer, &go, 1) == 1, "reading the go");
+			// Both messages are in the ring (the sender wrote them within its calls).
+			std::this_thread::sleep_for(std::chrono::milliseconds(20));
+			std::vector<uint8_t> a(kBig), b(kBig);
+			int actx = 0, bctx = 0, status = -1;
+			if (!p.post("fi_recv", [&] {
+				    return fi_recv(p.ep, a.data(), a.size(), nullptr, p.peer, &actx);
+			    }) ||
+			    !p.post("fi_recv", [&] {
+				    return fi_recv(p.ep, b.data(), b.size(), nullptr, p.peer, &bctx);
+			    }))
+				return false;
+			if (!p.wait_for(&actx, &status))
+				return false;
+			CHILD_CHECK(status == 0, "first receive: %s", fi_strerror(-status));
+			if (!p.wait_for(&bctx, &status))
+				return false;
+			CHILD_CHECK(status == 0, "second receive: %s", fi_strerror(-status));
+			for (size_t j = 0; j < kBig; j++)
+				CHILD_CHECK(a[j] == pattern(round, j),
+					    "round %lu: the first receive got another message (byte %zu)",
+					    static_cast<unsigned long>(round), j);
+			for (size_t j = 0; j < 8; j++)
+				CHILD_CHECK(b[j] == pattern(round + 100, j),
+					    "round %lu: the second receive got another message (byte %zu)",
+					    static_cast<unsigned long>(round), j);
+		}
+		if (!p.sync(50000 + round))
+			return false;
+	}
+	return true;
+}
+
+TEST(RxmShmSwitch, RendezvousThenEagerKeepTheirOrder)
+{
+	if (!tcp_layering())
+		GTEST_SKIP() << "the switch is tested over tcp;ofi_rxm";
+	for (bool thread_domain : {false, true})
+		run_forked_pair("FI_OFI_RXM_USE_SHM=1 SHM_SWITCH_TEST_FIRST=1", "FI_OFI_RXM_USE_SHM=1",
+				[&](int to_peer, int from_peer) {
+					return rndv_then_eager_peer(to_peer, from_peer, thread_domain);
+				});
+}
+
 TEST(RxmShmSwitch, OneSideOffStaysOnTcp)
 {
 	if (!tcp_layering())

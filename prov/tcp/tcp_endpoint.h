@@ -91,6 +91,9 @@ public:
 	// ---- progress and Connection reports ----
 	void on_fd_ready(int fd, uint32_t events) override;
 	Poll poll_fd(int fd) override;
+	// An established stream's poll_fd does what on_fd_ready would (a recv sees the
+	// data, the peer's end of stream and errors alike).
+	bool may_leave_epoll() override { return state_ == State::connected; }
 	void tx_counted(uint64_t cq_flags) override { count_tx(cq_flags); }
 	void tx_done(void *context, uint64_t op_flags, uint64_t cq_flags, size_t len,
 		     int err) override;

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 namespace util {
@@ -14,6 +15,8 @@ namespace {
 
 // epoll_event.data of the stop eventfd (registrations carry their Registration*).
 void *const kStopTag = reinterpret_cast<void *>(uintptr_t{1});
+// ...and of the lease timer of fds out of the set (leave_epoll).
+void *const kLeaseTag = reinterpret_cast<void *>(uintptr_t{2});
 
 // Enough ready fds per pass; the rest are reported by the next pass (level-triggered).
 constexpr int kEventsPerPass = 64;
@@ -33,6 +36,8 @@ ProgressEngine::~ProgressEngine()
 		::close(epoll_fd_);
 	if (leaf_fd_ >= 0)
 		::close(leaf_fd_);
+	if (lease_fd_ >= 0)
+		::close(lease_fd_);
 }
 
 int ProgressEngine::add_fd(int fd, uint32_t events, FdHandler *handler)
@@ -101,6 +106,7 @@ int ProgressEngine::modify_fd(int fd, uint32_t events, FdHandler *handler)
 	auto it = registrations_.find(fd);
 	if (it == registrations_.end())
 		return -FI_ENOENT;
+	rejoin_epoll(it->second.get()); // (MOD needs it in the set)
 	it->second->handler = handler;
 	it->second->events = events;
 	if (!(events & EPOLLIN))
@@ -124,8 +130,13 @@ int ProgressEngine::remove_fd(int fd)
 	auto it = registrations_.find(fd);
 	if (it == registrations_.end())
 		return -FI_ENOENT;
-	epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-	mirror(EPOLL_CTL_DEL, *it->second);
+	if (it->second->out_of_epoll) {
+		it->second->out_of_epoll = false; // (and not put back by cool below)
+		--out_count_;
+	} else {
+		epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+		mirror(EPOLL_CTL_DEL, *it->second);
+	}
 	if (it->second->nested)
 		nested_count_.fetch_sub(1);
 	if (!it->second->lazy)
@@ -201,6 +212,8 @@ void ProgressEngine::progress()
 			// no epoll_wait; the next pass asks epoll (hot_was_busy_ is still set).
 			probed_quiet_ = false;
 		} else {
+			if (out_count_ && keep_armed())
+				rejoin_all(); // an fd polled without fi_trywait: see keep_armed()
 			bool busy = hot_count_ && poll_hot();
 			bool asked = epoll_due(busy);
 			if (asked && nested_count_.load(std::memory_order_relaxed) > 0 &&
@@ -269,7 +282,10 @@ bool ProgressEngine::prepare_sleep()
 		// So is a sleeper's word that fd() was quiet when it woke, or fired for what a
 		// source drained itself (sleep_report.h): a blocking read then costs no probe.
 		report = sleep_report::peek(epoll_fd_);
-		bool known_quiet = probed_quiet_ || report == sleep_report::quiet;
+		// An fd back in the set may hold what the passes while it was out did not read.
+		busy_since_sleep_ = 0;
+		bool rejoined = out_count_ && rejoin_all();
+		bool known_quiet = !rejoined && (probed_quiet_ || report == sleep_report::quiet);
 		if (!known_quiet && dispatch_epoll() > 0)
 			sleep = false;
 		if (--depth_ == 0)
@@ -295,6 +311,12 @@ int ProgressEngine::dispatch_epoll()
 	for (int i = 0; i < n; ++i) {
 		if (events[i].data.ptr == kStopTag)
 			continue;
+		if (events[i].data.ptr == kLeaseTag) {
+			uint64_t expirations;
+			[[maybe_unused]] ssize_t rc = ::read(lease_fd_, &expirations, sizeof(expirations));
+			rejoin_all();
+			continue;
+		}
 		auto *registration = static_cast<Registration *>(events[i].data.ptr);
 		if (!registration->handler)
 			continue;
@@ -326,6 +348,8 @@ bool ProgressEngine::poll_hot()
 		case FdHandler::Poll::busy:
 			registration->idle_polls = 0;
 			busy = true;
+			if (busy_since_sleep_ >= kLeaveEpollAfter && !registration->out_of_epoll)
+				maybe_leave_epoll(registration);
 			break;
 		case FdHandler::Poll::idle:
 			if (++registration->idle_polls >= kHotIdlePasses)
@@ -337,7 +361,66 @@ bool ProgressEngine::poll_hot()
 			break;
 		}
 	}
+	if (busy && busy_since_sleep_ < kLeaveEpollAfter)
+		++busy_since_sleep_;
 	return busy;
+}
+
+void ProgressEngine::maybe_leave_epoll(Registration *registration)
+{
+	// Only a plain reader whose handler's poll_fd sees all that epoll would report, and
+	// not while an application may poll fd() without fi_trywait (no prepare_sleep).
+	if (registration->lazy || registration->nested || registration->events != EPOLLIN ||
+	    !registration->handler || !registration->handler->may_leave_epoll() || keep_armed())
+		return;
+	if (lease_fd_ < 0) {
+		lease_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		if (lease_fd_ < 0)
+			return;
+		epoll_event ev{};
+		ev.events = EPOLLIN;
+		ev.data.ptr = kLeaseTag;
+		if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, lease_fd_, &ev)) {
+			::close(lease_fd_);
+			lease_fd_ = -1;
+			return;
+		}
+	}
+	if (out_count_ == 0) {
+		// One shot: whatever leaves while it runs rejoins with the first (sooner).
+		itimerspec lease{};
+		lease.it_value.tv_nsec = long{kLeaseMs} * 1000000;
+		if (timerfd_settime(lease_fd_, 0, &lease, nullptr))
+			return;
+	}
+	if (epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, registration->fd, nullptr))
+		return;
+	mirror(EPOLL_CTL_DEL, *registration);
+	registration->out_of_epoll = true;
+	++out_count_;
+}
+
+void ProgressEngine::rejoin_epoll(Registration *registration)
+{
+	if (!registration->out_of_epoll)
+		return;
+	registration->out_of_epoll = false;
+	--out_count_;
+	epoll_event ev{};
+	ev.events = registration->events;
+	ev.data.ptr = registration;
+	epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, registration->fd, &ev);
+	mirror(EPOLL_CTL_ADD, *registration);
+}
+
+bool ProgressEngine::rejoin_all()
+{
+	// Only hot fds leave; the hot list holds every one that is out.
+	bool any = out_count_ > 0;
+	for (size_t i = 0; i < hot_count_ && out_count_; ++i)
+		rejoin_epoll(hot_[i]);
+	busy_since_sleep_ = 0; // (they leave again after as many busy passes)
+	return any;
 }
 
 void ProgressEngine::make_hot(Registration *registration)
@@ -350,6 +433,8 @@ void ProgressEngine::make_hot(Registration *registration)
 		if (hot_count_ < kHotFds)
 			++hot_count_;
 		at = hot_ + hot_count_ - 1;
+		if (at != end)
+			rejoin_epoll(*at); // the evicted one is no longer polled
 	}
 	// Most recent first.
 	std::move_backward(hot_, at, at + 1);
@@ -362,6 +447,7 @@ void ProgressEngine::cool(Registration *registration)
 	Registration **at = std::find(hot_, end, registration);
 	if (at == end)
 		return;
+	rejoin_epoll(registration);
 	std::move(at + 1, end, at);
 	--hot_count_;
 }
@@ -370,6 +456,10 @@ int ProgressEngine::wait(int timeout_ms)
 {
 	if (!valid())
 		return -FI_EINVAL;
+	if (timeout_ms != 0) {
+		LockGuard guard(lock_);
+		rejoin_all(); // a sleeper is woken by every fd
+	}
 	epoll_event event;
 	int n = epoll_wait(epoll_fd_, &event, 1, timeout_ms < 0 ? -1 : timeout_ms);
 	if (n < 0)

@@ -10,9 +10,12 @@
 #include <chrono>
 #include <fcntl.h>
 #include <functional>
+#include <memory>
+#include <poll.h>
 #include <stdexcept>
 #include <sys/epoll.h>
 #include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -259,6 +262,168 @@ TEST(ProgressHot, HandlerRemovingFdsDuringAPollIsSafe)
 	EXPECT_EQ(a.poll_calls + b.poll_calls, 1);
 	engine.progress();
 	EXPECT_EQ(a.poll_calls + b.poll_calls, 1);
+}
+
+// A busy hot fd whose handler agrees leaves the epoll set (its packets then run no epoll
+// wake-ups in the sender's system call) and comes back whenever something other than this
+// busy poller may need epoll to see it.
+class LeavingReader : public PipeReader {
+public:
+	LeavingReader() : PipeReader(true) {}
+	bool may_leave_epoll() override { return agree; }
+	bool agree = true;
+};
+
+bool readable(int fd, int timeout_ms)
+{
+	pollfd p{fd, POLLIN, 0};
+	return ::poll(&p, 1, timeout_ms) == 1;
+}
+
+// Busy passes, a byte each, until the fd has left the set (or a bound is reached).
+void spin_until_out(ProgressEngine &engine, LeavingReader &reader)
+{
+	reader.poke();
+	engine.progress(); // epoll reports it: hot
+	for (unsigned i = 0; i < 4 * ProgressEngine::kLeaveEpollAfter &&
+			     engine.fds_out_of_epoll() == 0;
+	     ++i) {
+		reader.poke();
+		engine.progress(); // busy
+		engine.progress(); // rests
+	}
+}
+
+TEST(ProgressLeave, ABusyHotFdLeavesTheSetAndIsStillRead)
+{
+	ProgressEngine engine;
+	engine.set_rest_window(std::chrono::nanoseconds(0));
+	LeavingReader reader;
+	ASSERT_EQ(engine.add_fd(reader.fd(), EPOLLIN, &reader), 0);
+	spin_until_out(engine, reader);
+	ASSERT_EQ(engine.fds_out_of_epoll(), 1u);
+	int bytes = reader.bytes;
+	reader.poke();
+	EXPECT_FALSE(readable(engine.fd(), 0)); // no longer in the set
+	engine.progress();
+	EXPECT_EQ(reader.bytes, bytes + 1); // the pass reads it directly
+	EXPECT_EQ(engine.remove_fd(reader.fd()), 0);
+	EXPECT_EQ(engine.fds_out_of_epoll(), 0u);
+}
+
+TEST(ProgressLeave, AHandlerThatDoesNotAgreeStaysInTheSet)
+{
+	ProgressEngine engine;
+	engine.set_rest_window(std::chrono::nanoseconds(0));
+	LeavingReader reader;
+	reader.agree = false;
+	ASSERT_EQ(engine.add_fd(reader.fd(), EPOLLIN, &reader), 0);
+	spin_until_out(engine, reader);
+	EXPECT_EQ(engine.fds_out_of_epoll(), 0u);
+	reader.poke();
+	EXPECT_TRUE(readable(engine.fd(), 0));
+}
+
+TEST(ProgressLeave, ItRejoinsBeforeASleepAndWhatCameMeanwhileVetoesIt)
+{
+	ProgressEngine engine;
+	engine.set_rest_window(std::chrono::nanoseconds(0));
+	LeavingReader reader;
+	ASSERT_EQ(engine.add_fd(reader.fd(), EPOLLIN, &reader), 0);
+	spin_until_out(engine, reader);
+	ASSERT_EQ(engine.fds_out_of_epoll(), 1u);
+	for (int i = 0; i < 20; ++i)
+		engine.progress(); // idle passes: the last ones asked epoll and found it quiet
+	reader.poke();
+	int bytes = reader.bytes;
+	// The byte came while the fd was out of the set: the sleep must not happen on it.
+	bool sleep = engine.prepare_sleep();
+	EXPECT_EQ(engine.fds_out_of_epoll(), 0u);
+	EXPECT_TRUE(!sleep || readable(engine.fd(), 0));
+	if (sleep)
+		engine.progress();
+	EXPECT_EQ(reader.bytes, bytes + 1);
+	// A quiet fd back in the set wakes a sleeper again.
+	ASSERT_TRUE(engine.prepare_sleep());
+	reader.poke();
+	EXPECT_TRUE(readable(engine.fd(), 0));
+}
+
+TEST(ProgressLeave, TheLeaseWakesASleeperThatNeverPreparedItsSleep)
+{
+	ProgressEngine engine;
+	engine.set_rest_window(std::chrono::nanoseconds(0));
+	LeavingReader reader;
+	ASSERT_EQ(engine.add_fd(reader.fd(), EPOLLIN, &reader), 0);
+	spin_until_out(engine, reader);
+	ASSERT_EQ(engine.fds_out_of_epoll(), 1u);
+	// The poller stops; a sleeper that watches fd() without prepare_sleep (an EQ reader)
+	// is woken by the lease, and the pass it runs puts the fd back.
+	reader.poke();
+	ASSERT_TRUE(readable(engine.fd(), 10000));
+	int bytes = reader.bytes;
+	for (int i = 0; i < 3 && engine.fds_out_of_epoll(); ++i)
+		engine.progress();
+	EXPECT_EQ(engine.fds_out_of_epoll(), 0u);
+	engine.progress();
+	EXPECT_GE(reader.bytes, bytes); // (read directly or through epoll)
+	EXPECT_EQ(engine.remove_fd(reader.fd()), 0);
+	engine.progress(); // the lease fired: nothing to do
+	reader.poke();
+	EXPECT_FALSE(readable(engine.fd(), 0));
+}
+
+TEST(ProgressLeave, CoolingModifyingAndEvictionPutItBack)
+{
+	ProgressEngine engine;
+	engine.set_rest_window(std::chrono::nanoseconds(0));
+	{
+		LeavingReader reader;
+		ASSERT_EQ(engine.add_fd(reader.fd(), EPOLLIN, &reader), 0);
+		spin_until_out(engine, reader);
+		ASSERT_EQ(engine.fds_out_of_epoll(), 1u);
+		ASSERT_EQ(engine.modify_fd(reader.fd(), EPOLLIN | EPOLLOUT, &reader), 0);
+		EXPECT_EQ(engine.fds_out_of_epoll(), 0u);
+		reader.poke();
+		EXPECT_TRUE(readable(engine.fd(), 0));
+		ASSERT_EQ(engine.remove_fd(reader.fd()), 0);
+	}
+	{
+		LeavingReader reader;
+		ASSERT_EQ(engine.add_fd(reader.fd(), EPOLLIN, &reader), 0);
+		spin_until_out(engine, reader);
+		ASSERT_EQ(engine.fds_out_of_epoll(), 1u);
+		for (unsigned i = 0; i < ProgressEngine::kHotIdlePasses + 10; ++i)
+			engine.progress();
+		EXPECT_EQ(engine.fds_out_of_epoll(), 0u); // cooled
+		reader.poke();
+		EXPECT_TRUE(readable(engine.fd(), 0));
+		ASSERT_EQ(engine.remove_fd(reader.fd()), 0);
+	}
+	{
+		LeavingReader reader;
+		std::vector<std::unique_ptr<PipeReader>> others;
+		for (size_t i = 0; i < ProgressEngine::kHotFds; ++i)
+			others.push_back(std::make_unique<PipeReader>(true));
+		ASSERT_EQ(engine.add_fd(reader.fd(), EPOLLIN, &reader), 0);
+		spin_until_out(engine, reader);
+		ASSERT_EQ(engine.fds_out_of_epoll(), 1u);
+		for (auto &other : others) {
+			ASSERT_EQ(engine.add_fd(other->fd(), EPOLLIN, other.get()), 0);
+			other->poke();
+		}
+		for (int i = 0; i < 4 * static_cast<int>(ProgressEngine::kEpollEvery); ++i)
+			engine.progress(); // the others become hot and push it out of the list
+		EXPECT_EQ(engine.fds_out_of_epoll(), 0u);
+		int bytes = reader.bytes;
+		reader.poke();
+		for (int i = 0; i < 2 * static_cast<int>(ProgressEngine::kEpollEvery); ++i)
+			engine.progress();
+		EXPECT_EQ(reader.bytes, bytes + 1);
+		for (auto &other : others)
+			ASSERT_EQ(engine.remove_fd(other->fd()), 0);
+		ASSERT_EQ(engine.remove_fd(reader.fd()), 0);
+	}
 }
 
 } // namespace

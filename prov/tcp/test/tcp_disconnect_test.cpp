@@ -2,6 +2,8 @@
 // with FI_ECANCELED (peer close, local fi_shutdown), and fi_close leaves no EQ event that
 // names the closed endpoint.
 #include "prov/tcp/test/tcp_test_pair.h"
+#include "prov/util/domain.h"
+#include "prov/util/fid_object.h"
 
 #include <gtest/gtest.h>
 
@@ -140,4 +142,37 @@ TEST(TcpDisconnect, CloseKeepsOtherEndpointsEvents)
 	EqEvent ev = pair.wait_eq(pair.client_eq);
 	EXPECT_EQ(FI_SHUTDOWN, ev.event);
 	EXPECT_EQ(&pair.client->fid, ev.fid);
+}
+
+// A stream polled busily leaves the engine's epoll set (prov/util README, may_leave_epoll):
+// its peer's close must still wake a thread asleep in fi_eq_sread, which watches the
+// domain's engine fd and never prepares a sleep on it (the engine's lease timer).
+TEST(TcpDisconnect, ABusyPolledStreamStillWakesAnEqSleeperAtThePeersClose)
+{
+	TcpPair pair;
+	ASSERT_TRUE(pair.open());
+	ASSERT_TRUE(pair.connect());
+	char in[8];
+	for (int i = 0; i < 300; i++) {
+		ASSERT_EQ(0, fi_recv(pair.client, in, sizeof(in), nullptr, 0, in));
+		ASSERT_EQ(0, fi_inject(pair.server, "message", 8, 0));
+		fi_cq_data_entry entry{};
+		ssize_t ret;
+		do
+			ret = fi_cq_read(pair.client_cq, &entry, 1); // spins: the stream is hot
+		while (ret == -FI_EAGAIN);
+		ASSERT_EQ(1, ret) << "message " << i;
+	}
+	auto *domain = util::fid_cast<util::Domain>(&pair.domain->fid, FI_CLASS_DOMAIN);
+	ASSERT_NE(nullptr, domain);
+	EXPECT_EQ(1u, domain->engine().fds_out_of_epoll()); // what this test is about
+	ASSERT_EQ(0, fi_recv(pair.client, in, sizeof(in), nullptr, 0, in));
+	ASSERT_EQ(0, fi_close(&pair.server->fid));
+	pair.server = nullptr;
+	// No CQ read from here on: only the EQ sleeper can drive the domain.
+	uint32_t event = 0;
+	uint8_t buf[sizeof(fi_eq_cm_entry) + 256];
+	ssize_t ret = fi_eq_sread(pair.client_eq, &event, buf, sizeof(buf), 5000, 0);
+	ASSERT_GT(ret, 0) << fi_strerror(static_cast<int>(-ret));
+	EXPECT_EQ(FI_SHUTDOWN, event);
 }

@@ -3,12 +3,15 @@
 
 #include <rdma/fi_eq.h>
 
+#include "prov/util/sleep_report.h"
+
 namespace rxm {
 
 bool CoreWaitFds::fetch(struct fid *core)
 {
 	count_ = 0;
 	core_ = core;
+	whole_fd_ = false;
 	util::WaitSources sources;
 	if (fi_control(core, util::kGetWaitSources, &sources) == 0 && sources.count > 0 &&
 	    sources.count <= util::WaitSources::kMax) {
@@ -21,6 +24,7 @@ bool CoreWaitFds::fetch(struct fid *core)
 	if (fi_control(core, FI_GETWAIT, &fd) == 0 && fd >= 0) {
 		fds_[0] = fd;
 		count_ = 1;
+		whole_fd_ = true;
 	}
 	return count_ > 0;
 }
@@ -36,6 +40,18 @@ void CoreWaitFds::hand_out() const
 	int fd = -1;
 	if (core_ && count_ > 0)
 		fi_control(core_, FI_GETWAIT, &fd); // the fd itself is not ours to use
+}
+
+void CoreWaitFds::forget_sleep() const noexcept
+{
+	if (whole_fd_ && count_ == 1)
+		util::sleep_report::take(fds_[0]);
+}
+
+bool CoreWaitFds::seen_quiet() const noexcept
+{
+	return whole_fd_ && count_ == 1 &&
+	       util::sleep_report::peek(fds_[0]) == util::sleep_report::quiet;
 }
 
 void CoreWaitFds::remove_from(util::Waitable &w) const

@@ -27,6 +27,7 @@ public:
 	{
 		count_ = 0;
 		core_ = nullptr;
+		whole_fd_ = false;
 	}
 	// As polled fds of 'w' (util::Waitable::add_polled_fd), each once per call.
 	void add_to(util::Waitable &w) const;
@@ -37,11 +38,20 @@ public:
 	// rings ask the peer for a doorbell only when armed, so without this a message over shm
 	// would not make the application's fd readable.
 	void hand_out() const;
+	// What the last sleeper saw of a whole FI_GETWAIT fd (util/sleep_report.h): that fd is
+	// readable whenever a read of the core object would make progress, so a sleep that
+	// woke with it quiet woke for something else. forget_sleep() before a sleep (so that
+	// only its own report counts); seen_quiet() after: true only when that sleep reported
+	// the fd not readable. Wait sources (a core of ours) are parts of the object's wait
+	// (another object's engine may feed it): never reported quiet here.
+	void forget_sleep() const noexcept;
+	bool seen_quiet() const noexcept;
 
 private:
 	struct fid *core_ = nullptr;
 	int fds_[util::WaitSources::kMax] = {};
 	size_t count_ = 0;
+	bool whole_fd_ = false; // fds_[0] is the object's FI_GETWAIT fd
 };
 
 } // namespace rxm

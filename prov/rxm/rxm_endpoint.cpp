@@ -484,9 +484,10 @@ int RxmEndpoint::core_trywait()
 	struct fid *fids[] = {&core_cq_->fid, &core_eq_->fid};
 	int ret = fi_trywait(core_fabric_, fids, 2);
 	ret = ret || shm_may_sleep() ? ret : -FI_EAGAIN;
-	if (ret == 0)
+	if (ret == 0) {
+		core_eq_wait_.forget_sleep(); // only this sleep's report counts
 		may_have_slept_.store(true, std::memory_order_relaxed); // see progress()
-	else
+	} else
 		core_poll_asked_.store(true, std::memory_order_relaxed); // see progress()
 	return ret;
 }
@@ -497,9 +498,10 @@ bool RxmEndpoint::core_may_sleep()
 		return true;
 	struct fid *fids[] = {&core_cq_->fid, &core_eq_->fid};
 	bool may = fi_trywait(core_fabric_, fids, 2) != -FI_EAGAIN && shm_may_sleep();
-	if (may)
+	if (may) {
+		core_eq_wait_.forget_sleep(); // only this sleep's report counts
 		may_have_slept_.store(true, std::memory_order_relaxed); // see progress()
-	else
+	} else
 		core_poll_asked_.store(true, std::memory_order_relaxed); // see progress()
 	return may;
 }
@@ -729,10 +731,17 @@ void RxmEndpoint::progress()
 		last_pass_busy_ = busy;
 		// The first pass after a trywait that allowed a sleep: if it finds no completion,
 		// the EQ's fd may be what woke the sleeper. (A plain load first: no atomic
-		// exchange on every pass of a busy poller.)
-		bool eq_may_have_woken = may_have_slept_.load(std::memory_order_relaxed) &&
-					 may_have_slept_.exchange(false, std::memory_order_relaxed) &&
-					 !busy;
+		// exchange on every pass of a busy poller.) A sleeper that saw the core EQ's
+		// whole FI_GETWAIT fd not readable as it woke (verbs) read it as good as an
+		// empty fi_eq_read would have, without the failed rdma_get_cm_event: that
+		// counts as this interval's read. An event arriving later makes the fd readable
+		// for the next sleep (level-triggered) or waits for the next interval's read.
+		bool slept = may_have_slept_.load(std::memory_order_relaxed) &&
+			     may_have_slept_.exchange(false, std::memory_order_relaxed);
+		bool eq_seen_quiet = slept && core_eq_wait_.seen_quiet();
+		if (eq_seen_quiet)
+			last_eq_read_ = now;
+		bool eq_may_have_woken = slept && !busy && !eq_seen_quiet;
 		if (conn_timers_active_ || eq_may_have_woken || now - last_eq_read_ >= interval) {
 			last_eq_read_ = now;
 			drain_core_eq();

@@ -156,12 +156,16 @@ void VerbsEventQueue::settle_deferred_locked()
 }
 
 // The timer among the polled fds fires at the earliest deadline of the deferred targets, so
-// a waiter (fi_eq_sread, or an app polling the FI_GETWAIT fd) wakes when one is due.
+// a waiter (fi_eq_sread, or an app polling the FI_GETWAIT fd) wakes when one is due; and
+// at least every kDeferredRecheck meanwhile: what settles a target early (its sends
+// completing) shows on the CQ, not on this EQ's fds, and a reader that reads this EQ only
+// when its fd is readable (ofi_rxm after a sleep that saw it quiet) would otherwise answer
+// the peer's disconnect only at the deadline.
 void VerbsEventQueue::arm_deferred_timer_locked()
 {
 	struct itimerspec when {};
 	if (!deferred_.empty()) {
-		auto first = deferred_.front()->deadline();
+		auto first = std::chrono::steady_clock::now() + kDeferredRecheck;
 		for (CmEventTarget *target : deferred_)
 			first = std::min(first, target->deadline());
 		// steady_clock is CLOCK_MONOTONIC.

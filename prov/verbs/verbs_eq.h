@@ -69,6 +69,8 @@ public:
 	void run_progress() override { progress(); }
 
 private:
+	// How often a deferred disconnect answer is looked at again (arm_deferred_timer_locked).
+	static constexpr std::chrono::milliseconds kDeferredRecheck{1};
 	struct ChannelDeleter {
 		void operator()(struct rdma_event_channel *channel) const;
 	};

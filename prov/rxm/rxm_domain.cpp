@@ -135,8 +135,10 @@ int RxmDomain::register_internal(void *buf, size_t len, uint64_t access, struct 
 	return ret;
 }
 
-int RxmDomain::bind_internal(struct fid_mr *mr, struct fid_ep *core_ep)
+int RxmDomain::bind_internal(struct fid_mr *mr, struct fid_ep *core_ep, bool *bound)
 {
+	if (bound)
+		*bound = false;
 	if (!core_ep)
 		return -FI_ENOTCONN;
 	int ret = fi_mr_bind(mr, &core_ep->fid, 0);
@@ -144,6 +146,8 @@ int RxmDomain::bind_internal(struct fid_mr *mr, struct fid_ep *core_ep)
 		return 0;
 	if (ret == 0)
 		ret = fi_mr_enable(mr);
+	if (ret == 0 && bound)
+		*bound = true;
 	if (ret == -FI_EAGAIN)
 		return ret;
 	if (ret && !bind_refusal_logged_.exchange(true))

@@ -65,7 +65,18 @@ public:
 	// core endpoint any more (failed): the caller must not offer the key. -FI_EAGAIN when
 	// the core has no room to bind now (a verbs window's bind request): try again later,
 	// before the key goes out. Binding an already bound registration again is a no-op.
-	int bind_internal(struct fid_mr *mr, struct fid_ep *core_ep);
+	// *bound (optional): whether the core bound it (0 returned by fi_mr_bind and
+	// fi_mr_enable), i.e. whether its key may be invalidated by the peer's send.
+	int bind_internal(struct fid_mr *mr, struct fid_ep *core_ep, bool *bound = nullptr);
+	// The core refused OFI_SEND_INVALIDATE (a foreign core): rndv_done goes plainly.
+	bool core_refuses_send_invalidate() const
+	{
+		return core_refuses_send_invalidate_.load(std::memory_order_relaxed);
+	}
+	void note_core_refuses_send_invalidate()
+	{
+		core_refuses_send_invalidate_.store(true, std::memory_order_relaxed);
+	}
 	// The core's hold/release of one connection's stream (our tcp), or nullptr.
 	const struct ofi_rx_hold_ops *rx_hold() const { return rx_hold_; }
 	// The core's "this connection stays quiet" hint (our tcp), or nullptr.
@@ -138,6 +149,7 @@ private:
 	struct ofi_flow_ctrl_ops *flow_ctrl_ = nullptr;
 	std::atomic<bool> bind_refusal_logged_{false};
 	std::atomic<bool> core_refuses_bind_flag_{false}; // OFI_MR_BIND_TO_EP: -FI_EBADFLAGS
+	std::atomic<bool> core_refuses_send_invalidate_{false}; // OFI_SEND_INVALIDATE: the same
 	struct ofi_rx_hold_ops *rx_hold_ = nullptr;
 	struct ofi_quiet_ops *quiet_ = nullptr;
 	bool core_holds_more_ = false;

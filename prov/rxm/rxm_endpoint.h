@@ -249,7 +249,11 @@ private:
 	void maybe_finish(TxOp *op);
 	void finish_op(TxOp *op);
 	void fail_op(TxOp *op, int err);
-	bool send_control(RxmConn *conn, WireOp op, uint64_t msg_id, uint16_t flags = 0);
+	// invalidate_key: the message (rndv_done) also invalidates that key of the peer's
+	// (wire_flag::rndv_invalidate), when the core can.
+	bool send_control(RxmConn *conn, WireOp op, uint64_t msg_id, uint16_t flags = 0,
+			  const uint64_t *invalidate_key = nullptr);
+	bool inject_invalidating(RxmConn *conn, TxBuffer *buf, uint64_t peer_key);
 	// Sends buf's header followed by [from, from + len) of the iov straight from the
 	// application's memory (fi_sendv); -FI_E2BIG when that needs more core iovs than allowed.
 	// more: FI_MORE, the core may hold it for the next pass (may_hold_for_app).

@@ -104,6 +104,11 @@ struct TxOp : ListNode {
 	fid_mr *own_shm_mr[kRndvMaxSegments]; // their shm twins (request sent over shm)
 	size_t own_mr_count;
 	bool own_mr_bound;                // bound to the connection the request went out on
+	// rndv: its one source is rxm's registration, bound as a window-like key the
+	// receiver may invalidate (wire_flag::rndv_invalidate). control (rndv_done): invalidate
+	// the peer's key peer_key with it (OFI_SEND_INVALIDATE).
+	bool key_invalidatable;
+	uint64_t peer_key;
 	bool writes_on_shm;               // rndv write: the receiver exposed its buffer on shm
 	int error;
 	// RMA
@@ -149,6 +154,8 @@ struct TxOp : ListNode {
 		core_inject = false;
 		own_mr_count = 0;
 		own_mr_bound = false;
+		key_invalidatable = false;
+		peer_key = 0;
 		writes_on_shm = false;
 		error = 0;
 		rma_addr = 0;

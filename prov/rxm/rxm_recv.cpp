@@ -760,8 +760,14 @@ void RxmEndpoint::post_pending_reads()
 			op->error = -FI_ECONNRESET;
 		if (op->error || op->rndv_issued >= to_read) {
 			pending_reads_.pop_front();
+			// Read in full over the core: the done also kills the key, when the
+			// sender said it may (rxm_wire.h).
+			bool invalidate = !op->error && op->rndv_count == 1 &&
+					  (op->wire_flags & wire_flag::rndv_invalidate) &&
+					  !(op->wire_flags & kArrivedOnShm);
 			if (op->conn->state != ConnState::closed)
-				send_control(op->conn, WireOp::rndv_done, op->msg_id);
+				send_control(op->conn, WireOp::rndv_done, op->msg_id, 0,
+					     invalidate ? &op->rndv[0].key : nullptr);
 			complete_recv(op);
 			continue;
 		}

@@ -11,6 +11,7 @@
 #include "prov/rxm/rxm_share.h"
 #include "prov/rxm/rxm_shm.h"
 #include "prov/shm/shm_send_ops.h"
+#include "prov/util/mr_bind_flag.h"
 
 #include <rdma/fi_errno.h>
 
@@ -536,6 +537,8 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 				return false;
 			}
 			op->own_mr_bound = true;
+			if (op->key_invalidatable)
+				stamp_flags(buf->data, wire_flag::rndv_invalidate);
 		}
 		stamp_conn_id(buf->data, conn->peer_conn_id);
 		uint16_t credits = credits_to_piggyback(conn);
@@ -552,7 +555,10 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 			if (!more && (op->core_inject || op->kind == TxKind::control) &&
 			    buf->len <= inject_size_of(conn->tx_on_shm ? shm_->info
 								    : domain_->core_info()))
-				injected = fi_inject(tx_ep(conn), buf->data, buf->len, 0) == 0;
+				injected = op->kind == TxKind::control && op->key_invalidatable &&
+						   !conn->tx_on_shm
+						   ? inject_invalidating(conn, buf, op->peer_key)
+						   : fi_inject(tx_ep(conn), buf->data, buf->len, 0) == 0;
 			ret = injected ? 0 : send_buffer(conn, buf, tx_desc, more);
 		}
 		if (ret == -FI_EAGAIN) {
@@ -775,7 +781,27 @@ ssize_t RxmEndpoint::send_direct(RxmConn *conn, TxBuffer *buf, const struct iove
 	return send_core(tx_ep(conn), pieces, desc, used + 1, &buf->core, more);
 }
 
-bool RxmEndpoint::send_control(RxmConn *conn, WireOp wire_op, uint64_t msg_id, uint16_t flags)
+// rndv_done that also invalidates the key the peer offered (OFI_SEND_INVALIDATE): its core
+// then reuses what served the key (verbs: the memory window) instead of freeing it with a
+// system call. A core that refuses the flag gets the plain inject, now and from then on.
+bool RxmEndpoint::inject_invalidating(RxmConn *conn, TxBuffer *buf, uint64_t peer_key)
+{
+	if (!domain_->core_refuses_send_invalidate()) {
+		iovec iov{buf->data, buf->len};
+		struct fi_msg msg = {};
+		msg.msg_iov = &iov;
+		msg.iov_count = 1;
+		msg.data = peer_key;
+		ssize_t ret = fi_sendmsg(tx_ep(conn), &msg, FI_INJECT | OFI_SEND_INVALIDATE);
+		if (ret != -FI_EBADFLAGS)
+			return ret == 0;
+		domain_->note_core_refuses_send_invalidate();
+	}
+	return fi_inject(tx_ep(conn), buf->data, buf->len, 0) == 0;
+}
+
+bool RxmEndpoint::send_control(RxmConn *conn, WireOp wire_op, uint64_t msg_id, uint16_t flags,
+			       const uint64_t *invalidate_key)
 {
 	TxOp *op = alloc_op();
 	if (!op) {
@@ -787,6 +813,10 @@ bool RxmEndpoint::send_control(RxmConn *conn, WireOp wire_op, uint64_t msg_id, u
 	op->hdr.op = wire_op;
 	op->hdr.msg_id = msg_id;
 	op->hdr.flags = flags;
+	if (invalidate_key) {
+		op->key_invalidatable = true;
+		op->peer_key = *invalidate_key;
+	}
 	queue_op(conn, op);
 	return true;
 }

@@ -46,9 +46,17 @@ bool RxmEndpoint::bind_rndv_sources(TxOp *op, RxmConn *conn)
 	// buffers rxm registered need their twins. A write rendezvous' sources are only read
 	// locally (the peer exposes its buffer instead).
 	bool twin = conn->tx_on_shm && !(op->hdr.flags & wire_flag::rndv_write);
+	// One source, rxm's own registration, bound by the core: the receiver's rndv_done may
+	// invalidate its key (wire_flag::rndv_invalidate; not over shm, not for a write
+	// rendezvous, whose sources nobody reads remotely).
+	op->key_invalidatable = false;
+	bool one_own = op->own_mr_count == 1 && op->iov_count == 1 && !conn->tx_on_shm &&
+		       !(op->hdr.flags & (wire_flag::rndv_write | wire_flag::cma_only));
 	for (size_t k = 0; k < op->own_mr_count; k++) {
-		if (domain_->bind_internal(op->own_mr[k], conn->core_ep) == -FI_EAGAIN)
+		bool bound = false;
+		if (domain_->bind_internal(op->own_mr[k], conn->core_ep, &bound) == -FI_EAGAIN)
 			return false;
+		op->key_invalidatable = one_own && bound;
 		if (!twin || op->own_shm_mr[k])
 			continue;
 		// Which segment it registered: the one offered under its key.

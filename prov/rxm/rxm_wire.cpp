@@ -34,6 +34,11 @@ void stamp_credits(uint8_t *encoded_header, uint16_t credits)
 	put_u16(encoded_header + 52, credits);
 }
 
+void stamp_flags(uint8_t *encoded_header, uint16_t flags)
+{
+	put_u16(encoded_header + 2, get_u16(encoded_header + 2) | flags);
+}
+
 // Per-operation consistency of the header fields with the payload it announces.
 static bool header_is_consistent(const WireHeader &h)
 {
@@ -41,6 +46,10 @@ static bool header_is_consistent(const WireHeader &h)
 		return false;
 	if ((h.flags & wire_flag::cma_only) &&
 	    (h.op != WireOp::rndv_request || !(h.flags & wire_flag::cma)))
+		return false;
+	if ((h.flags & wire_flag::rndv_invalidate) &&
+	    (h.op != WireOp::rndv_request || h.payload_len < rndv_payload_size(1) ||
+	     (h.flags & (wire_flag::rndv_write | wire_flag::cma_only))))
 		return false;
 	switch (h.op) {
 	case WireOp::eager:

@@ -48,7 +48,12 @@ constexpr uint16_t cma = 1 << 7;
 // proved it pulls (it answered a pulled done before), so there is no RMA read to fall back
 // on; a done without cma fails the send.
 constexpr uint16_t cma_only = 1 << 8;
-constexpr uint16_t all = (1 << 9) - 1;
+// rndv_request: the one segment's key is a registration the sender bound to this
+// connection (OFI_MR_BIND_TO_EP, fi_mr_bind + fi_mr_enable): the receiver's rndv_done may
+// invalidate it on the way (OFI_SEND_INVALIDATE, prov/util/mr_bind_flag.h), which spares
+// the sender's core a system call when the key is withdrawn.
+constexpr uint16_t rndv_invalidate = 1 << 9;
+constexpr uint16_t all = (1 << 10) - 1;
 } // namespace wire_flag
 
 struct WireHeader {
@@ -71,6 +76,8 @@ struct WireHeader {
 void stamp_conn_id(uint8_t *encoded_header, uint32_t conn_id);
 // Sets the returned credits in an encoded header, just before it is posted.
 void stamp_credits(uint8_t *encoded_header, uint16_t credits);
+// Adds flags to an encoded header (what is known only when the message goes out).
+void stamp_flags(uint8_t *encoded_header, uint16_t flags);
 
 // Writes exactly kWireHeaderSize bytes.
 void encode_header(const WireHeader &hdr, uint8_t *out);

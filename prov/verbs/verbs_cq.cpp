@@ -21,6 +21,17 @@ namespace {
 constexpr size_t kDefaultCqSize = 4096;
 constexpr int kPollBatch = 16;
 
+// The wc_flags bits of a receive whose send invalidated a key of ours. rxe passes the
+// kernel's work completion flags to user space unconverted (its CQ is a ring the kernel
+// writes), and the kernel's IB_WC_WITH_INVALIDATE is 1 << 2 (libibverbs' IBV_WC_IP_CSUM_OK,
+// which rxe never sets); other devices convert to IBV_WC_WITH_INV.
+unsigned int invalidation_flags(VerbsDomain &domain)
+{
+	const char *name = ibv_get_device_name(domain.context()->device);
+	bool rxe = name && std::strncmp(name, "rxe", 3) == 0;
+	return IBV_WC_WITH_INV | (rxe ? 1u << 2 : 0u);
+}
+
 struct ibv_comp_channel *open_channel(VerbsDomain &domain, enum fi_wait_obj wait_obj)
 {
 	if (wait_obj == FI_WAIT_NONE)
@@ -83,7 +94,8 @@ struct fi_cq_attr VerbsCompletionQueue::checked_attr(const struct fi_cq_attr &at
 VerbsCompletionQueue::VerbsCompletionQueue(VerbsDomain &domain, const struct fi_cq_attr &attr,
 					   void *context)
 	: util::CompletionQueue(domain, &attr, context), channel_(open_channel(domain, wait_obj())),
-	  yield_before_sleep_(params().yield_before_sleep)
+	  yield_before_sleep_(params().yield_before_sleep), domain_(domain),
+	  invalidation_flags_(invalidation_flags(domain))
 {
 	int vector = (attr.flags & FI_AFFINITY) ? attr.signaling_vector : 0;
 	cq_.reset(ibv_create_cq(domain.context(), static_cast<int>(attr.size), this,
@@ -132,6 +144,10 @@ void VerbsCompletionQueue::record_completion_locked(const struct ibv_wc &wc)
 		if (wc.wc_flags & IBV_WC_WITH_IMM) {
 			flags |= FI_REMOTE_CQ_DATA;
 			data = ntohl(wc.imm_data);
+		} else if ((wc.wc_flags & invalidation_flags_) && domain_.windows_usable()) {
+			// The device killed one of our window keys for this send: the window
+			// may go back to the pool at its region's close (verbs_window_pool.h).
+			domain_.windows().note_invalidated(wc.qp_num, wc.invalidated_rkey);
 		}
 		write(request->context, flags, wc.byte_len, request->buf, data);
 	} else {

@@ -87,6 +87,9 @@ private:
 	// and the arm still stands (no new ibv_req_notify_cq before the next sleep).
 	bool polled_since_arm_ = false;
 	const bool yield_before_sleep_; // FI_VERBS_YIELD_BEFORE_SLEEP
+	VerbsDomain &domain_;
+	// wc_flags bits that say a receive invalidated a key of ours (invalidation_flags()).
+	const unsigned int invalidation_flags_;
 };
 
 } // namespace verbs

@@ -75,6 +75,8 @@ VerbsDomain::VerbsDomain(VerbsFabric &fabric, const struct fi_info *info, void *
 		VERBS_WARN(FI_LOG_DOMAIN, "ibv_alloc_pd failed: %s\n", strerror(errno));
 		throw util::Error(-FI_ENOMEM);
 	}
+	if (windows_usable_)
+		windows_ = std::make_unique<WindowPool>(pd_.get());
 	install_ops<VerbsDomain>();
 }
 

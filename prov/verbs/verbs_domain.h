@@ -15,6 +15,7 @@
 
 #include "prov/util/domain.h"
 #include "prov/util/mr_cache.h"
+#include "prov/verbs/verbs_window_pool.h"
 
 namespace verbs {
 
@@ -63,6 +64,8 @@ public:
 	// windows over cached registrations (the device has them, FI_VERBS_USE_MW, no ODP).
 	// The cache then registers with IBV_ACCESS_MW_BIND.
 	bool windows_usable() const { return windows_usable_; }
+	// The windows rendezvous sources are offered through (only when windows_usable()).
+	WindowPool &windows() { return *windows_; }
 
 private:
 	// ibv_reg_mr / ibv_dereg_mr on this domain's PD, for the cache.
@@ -93,6 +96,8 @@ private:
 	Registrar registrar_{*this};
 	std::once_flag mr_cache_once_;
 	std::unique_ptr<util::MrCache> mr_cache_;
+	// After the PD and the cache: its free windows go before them.
+	std::unique_ptr<WindowPool> windows_;
 };
 
 } // namespace verbs

@@ -65,8 +65,9 @@ public:
 	// carrying the key, posted after this, reaches the peer after the bind took effect).
 	// For verbs_mr.cpp's fi_mr_enable; -FI_EOPBADSTATE unless connected, -FI_EAGAIN when
 	// every request slot is in flight.
+	// *qp_num: the QP the window is bound over (what a peer's invalidation names).
 	int bind_window(struct ibv_mw *mw, struct ibv_mr *mr, const void *addr, size_t len,
-			uint32_t rkey);
+			uint32_t rkey, uint32_t *qp_num);
 
 	// fi_ops (control is util's; FI_ENABLE comes to enable())
 	int close() override;

@@ -9,6 +9,7 @@
 #include "prov/util/ops_tables.h"
 #include "prov/verbs/verbs_mr.h"
 #include "prov/util/flow_ctrl_ops.h"
+#include "prov/util/mr_bind_flag.h"
 
 namespace verbs {
 namespace {
@@ -149,7 +150,10 @@ ssize_t VerbsEndpoint::post_send(const SendRequest &req)
 		wr.send_flags |= IBV_SEND_FENCE;
 	if (req.opcode == IBV_WR_SEND_WITH_IMM || req.opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
 		wr.imm_data = htonl(static_cast<uint32_t>(req.data));
-	if (req.opcode != IBV_WR_SEND && req.opcode != IBV_WR_SEND_WITH_IMM) {
+	if (req.opcode == IBV_WR_SEND_WITH_INV)
+		wr.invalidate_rkey = static_cast<uint32_t>(req.data);
+	if (req.opcode != IBV_WR_SEND && req.opcode != IBV_WR_SEND_WITH_IMM &&
+	    req.opcode != IBV_WR_SEND_WITH_INV) {
 		wr.wr.rdma.remote_addr = req.remote_addr;
 		wr.wr.rdma.rkey = static_cast<uint32_t>(req.rkey);
 	}
@@ -265,6 +269,15 @@ ssize_t VerbsEndpoint::sendmsg(const struct fi_msg *msg, uint64_t flags)
 	if (!msg)
 		return -FI_EINVAL;
 	bool with_data = flags & FI_REMOTE_CQ_DATA;
+	if (flags & OFI_SEND_INVALIDATE) {
+		// The peer's device invalidates the key (prov/util/mr_bind_flag.h): its rxm
+		// learnt from the peer that the key is a bound window of that peer.
+		if (with_data || msg->data > UINT32_MAX)
+			return -FI_EINVAL;
+		return post_send({IBV_WR_SEND_WITH_INV, msg->msg_iov, msg->desc, msg->iov_count,
+				  msg->data, 0, 0, msg->context, flags & ~OFI_SEND_INVALIDATE,
+				  FI_SEND | FI_MSG});
+	}
 	return post_send({with_data ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND, msg->msg_iov, msg->desc,
 			  msg->iov_count, msg->data, 0, 0, msg->context, flags, FI_SEND | FI_MSG});
 }

@@ -104,7 +104,7 @@ ssize_t VerbsEndpoint::inject_writedata(const void *buf, size_t len, uint64_t da
 }
 
 int VerbsEndpoint::bind_window(struct ibv_mw *mw, struct ibv_mr *mr, const void *addr,
-				size_t len, uint32_t rkey)
+				size_t len, uint32_t rkey, uint32_t *qp_num)
 {
 	if (state_ != State::Connected)
 		return -FI_EOPBADSTATE;
@@ -131,6 +131,7 @@ int VerbsEndpoint::bind_window(struct ibv_mw *mw, struct ibv_mr *mr, const void 
 		tx_pool_.release(request);
 		return err == ENOMEM ? -FI_EAGAIN : -err;
 	}
+	*qp_num = qp_->qp_num;
 	return 0;
 }
 

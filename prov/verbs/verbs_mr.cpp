@@ -117,7 +117,7 @@ VerbsMemoryRegion::VerbsMemoryRegion(VerbsDomain &domain, const struct fi_mr_att
 	embedded_fid.pub.fid.ops =
 		util::ops_ptr<VerbsMemoryRegion, util::make_fi_ops<VerbsMemoryRegion>>();
 	embedded_fid.pub.mem_desc = &embedded_fid.pub;
-	if (!mw_)
+	if (!window_)
 		embedded_fid.pub.key = mr_->rkey;
 	domain_.ref();
 }
@@ -132,8 +132,8 @@ bool VerbsMemoryRegion::make_window(util::MrCache &cache, const struct iovec &io
 						  FI_SEND | FI_RECV | FI_READ | FI_WRITE, &err);
 	if (!entry)
 		return false;
-	struct ibv_mw *mw = ibv_alloc_mw(domain_.pd(), IBV_MW_TYPE_2);
-	if (!mw) {
+	VerbsWindow *window = domain_.windows().take();
+	if (!window) {
 		VERBS_INFO(FI_LOG_MR, "ibv_alloc_mw failed (%s): a registration with remote "
 				      "access instead\n", strerror(errno));
 		cache.release(entry);
@@ -141,17 +141,17 @@ bool VerbsMemoryRegion::make_window(util::MrCache &cache, const struct iovec &io
 	}
 	cached_ = entry;
 	mr_ = static_cast<struct ibv_mr *>(entry->handle);
-	mw_ = mw;
+	window_ = window;
 	window_iov_ = iov;
 	// The key the bind will give it: the window's index with a new 8-bit tag, so a key
-	// of an earlier use of the same index is refused.
-	embedded_fid.pub.key = ibv_inc_rkey(mw->rkey);
+	// of an earlier use of the same window is refused.
+	embedded_fid.pub.key = WindowPool::next_key(*window);
 	return true;
 }
 
 int VerbsMemoryRegion::bind(struct fid *bfid, uint64_t flags)
 {
-	if (!mw_)
+	if (!window_)
 		return -FI_ENOSYS;
 	if (flags)
 		return -FI_EBADFLAGS;
@@ -169,7 +169,7 @@ int VerbsMemoryRegion::control(int command, void *)
 {
 	if (command != FI_ENABLE)
 		return -FI_ENOSYS;
-	if (!mw_)
+	if (!window_)
 		return -FI_ENOSYS;
 	return enable_window();
 }
@@ -180,10 +180,14 @@ int VerbsMemoryRegion::enable_window()
 		return 0;
 	if (!bind_ep_)
 		return -FI_EOPBADSTATE;
-	int ret = bind_ep_->bind_window(mw_, mr_, window_iov_.iov_base, window_iov_.iov_len,
-					static_cast<uint32_t>(embedded_fid.pub.key));
-	if (ret == 0)
+	uint32_t key = static_cast<uint32_t>(embedded_fid.pub.key);
+	uint32_t qp_num = 0;
+	int ret = bind_ep_->bind_window(window_->mw, mr_, window_iov_.iov_base,
+					window_iov_.iov_len, key, &qp_num);
+	if (ret == 0) {
 		window_bound_ = true;
+		domain_.windows().offered(window_, qp_num, key);
+	}
 	bind_ep_->unref();
 	bind_ep_ = nullptr;
 	return ret;
@@ -193,8 +197,8 @@ VerbsMemoryRegion::~VerbsMemoryRegion()
 {
 	if (bind_ep_)
 		bind_ep_->unref();
-	if (mw_)
-		ibv_dealloc_mw(mw_);
+	if (window_)
+		domain_.windows().give_back(window_);
 	if (cached_)
 		domain_.mr_cache()->release(cached_);
 	else if (mr_)
@@ -211,12 +215,12 @@ bool VerbsMemoryRegion::covers(const void *addr, size_t len) const
 
 int VerbsMemoryRegion::close()
 {
-	if (mw_) {
-		// Synchronous: once it returns the device refuses the key, before the pages
-		// go back to the cache (and the buffer back to the application).
-		if (int ret = ibv_dealloc_mw(mw_))
+	if (window_) {
+		// The key is dead once this returns (invalidated by the peer, or deallocated),
+		// before the pages go back to the cache (and the buffer back to the application).
+		if (int ret = domain_.windows().give_back(window_))
 			return -ret;
-		mw_ = nullptr;
+		window_ = nullptr;
 		if (bind_ep_) {
 			bind_ep_->unref();
 			bind_ep_ = nullptr;

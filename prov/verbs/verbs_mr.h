@@ -3,9 +3,9 @@
 // made with OFI_MR_BIND_TO_EP (prov/util/mr_bind_flag.h; ofi_rxm's rendezvous sources) is
 // instead, when the device has type-2 memory windows, a cached local registration plus a
 // window: its key works only once fi_mr_bind + fi_mr_enable bound the window over one
-// endpoint's QP, only for that QP's peer, and no longer once the region is closed
-// (ibv_dealloc_mw invalidates it synchronously). The pages are then pinned once, not per
-// message.
+// endpoint's QP, only for that QP's peer, and no longer once the region is closed (the
+// peer invalidated it, or ibv_dealloc_mw does so synchronously: verbs_window_pool.h). The
+// pages are then pinned once, not per message, and windows are reused.
 #ifndef OFI_PROV_VERBS_MR_H
 #define OFI_PROV_VERBS_MR_H
 
@@ -47,7 +47,7 @@ public:
 	// works over every QP of the domain, see README.md).
 	int bind(struct fid *bfid, uint64_t flags);
 	int control(int command, void *arg);
-	bool is_window() const { return mw_ != nullptr; }
+	bool is_window() const { return window_ != nullptr; }
 
 private:
 	// Makes this region a window over a cached registration of iov; false (nothing held)
@@ -62,7 +62,7 @@ private:
 	util::MrCacheEntry *cached_ = nullptr;
 	// Window regions: the window, the range it offers, and the endpoint fi_mr_bind named
 	// (referenced until fi_mr_enable posts the bind on its QP).
-	struct ibv_mw *mw_ = nullptr;
+	struct VerbsWindow *window_ = nullptr; // the domain's WindowPool's
 	struct iovec window_iov_ {};
 	class VerbsEndpoint *bind_ep_ = nullptr;
 	bool window_bound_ = false;

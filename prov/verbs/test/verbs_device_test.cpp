@@ -26,6 +26,7 @@
 #include "prov/util/flow_ctrl_ops.h"
 #include "prov/util/memory_monitor.h"
 #include "prov/util/mr_bind_flag.h"
+#include "prov/verbs/verbs_domain.h"
 #include "prov/verbs/verbs_mr.h"
 #include "test/leaks/process_usage.h"
 
@@ -852,6 +853,86 @@ TEST_F(VerbsWindow, PeerReadsWhileOfferedAndNeverAfterClose)
 	EXPECT_EQ(err_.err, FI_EIO);
 	EXPECT_EQ(local_[0], 0);
 	EXPECT_EQ(local_[kLen - 1], 0);
+}
+
+// The reader's acknowledgement invalidates the key (OFI_SEND_INVALIDATE, as ofi_rxm's
+// rndv_done): the key is dead at once, and at close the window goes back to the domain's
+// pool (no ibv_dealloc_mw); the next window region reuses it under a new key, which works,
+// while the old key reaches nothing. Without the invalidation the window is deallocated.
+TEST_F(VerbsWindow, PeerInvalidationKillsTheKeyAndTheWindowIsReused)
+{
+	auto *region = verbs::VerbsMemoryRegion::from_desc(fi_mr_desc(window_));
+	verbs::WindowPool &pool = region->domain()->windows();
+	ASSERT_EQ(fi_mr_bind(window_, &server_->fid, 0), 0);
+	ASSERT_EQ(fi_mr_enable(window_), 0);
+	uint64_t old_key = fi_mr_key(window_);
+	ASSERT_EQ(read_source(client_, client_tx_, old_key), 1);
+
+	std::vector<char> rx;
+	post_recv(server_, rx, "ack");
+	char ack[8] = "done";
+	struct iovec iov = {ack, sizeof(ack)};
+	struct fi_msg msg {};
+	msg.msg_iov = &iov;
+	msg.iov_count = 1;
+	msg.context = (void *)"ack-sent";
+	msg.data = old_key;
+	EXPECT_EQ(fi_sendmsg(client_, &msg, OFI_SEND_INVALIDATE | FI_REMOTE_CQ_DATA), -FI_EINVAL);
+	ASSERT_EQ(fi_sendmsg(client_, &msg, OFI_SEND_INVALIDATE), 0);
+	struct fi_cq_data_entry entry {};
+	ASSERT_EQ(wait_cq(client_tx_, &entry, &err_), 1);
+	ASSERT_EQ(wait_cq(server_rx_, &entry, &err_), 1);
+
+	uint64_t allocated = pool.allocated(), deallocated = pool.deallocated();
+	ASSERT_EQ(fi_close(&window_->fid), 0);
+	window_ = nullptr;
+	EXPECT_EQ(pool.deallocated(), deallocated); // pooled: the peer killed the key
+
+	ASSERT_EQ(fi_mr_reg(domain_, source_, kLen, FI_REMOTE_READ, 0, 0, OFI_MR_BIND_TO_EP,
+			    &window_, nullptr), 0);
+	EXPECT_EQ(pool.allocated(), allocated); // the same window
+	uint64_t new_key = fi_mr_key(window_);
+	EXPECT_NE(new_key, old_key);
+	ASSERT_EQ(fi_mr_bind(window_, &server_->fid, 0), 0);
+	ASSERT_EQ(fi_mr_enable(window_), 0);
+	memset(source_, 'r', kLen);
+	ASSERT_EQ(read_source(client_, client_tx_, new_key), 1);
+	EXPECT_EQ(local_[0], 'r');
+
+	// Not invalidated by the peer this time: deallocated at close.
+	ASSERT_EQ(fi_close(&window_->fid), 0);
+	window_ = nullptr;
+	EXPECT_EQ(pool.deallocated(), deallocated + 1);
+	EXPECT_EQ(pool.allocated(), allocated);
+
+	// The first key reaches nothing (last: a failed read breaks the client's QP).
+	local_.assign(kLen, 0);
+	ASSERT_EQ(read_source(client_, client_tx_, old_key), -FI_EAVAIL);
+	EXPECT_EQ(err_.err, FI_EIO);
+	EXPECT_EQ(local_[0], 0);
+}
+
+// Invalidated by the peer but not yet closed: the key is already dead.
+TEST_F(VerbsWindow, InvalidatedKeyIsDeadBeforeClose)
+{
+	ASSERT_EQ(fi_mr_bind(window_, &server_->fid, 0), 0);
+	ASSERT_EQ(fi_mr_enable(window_), 0);
+	uint64_t key = fi_mr_key(window_);
+	std::vector<char> rx;
+	post_recv(server_, rx, "ack");
+	char ack[8] = "done";
+	struct iovec iov = {ack, sizeof(ack)};
+	struct fi_msg msg {};
+	msg.msg_iov = &iov;
+	msg.iov_count = 1;
+	msg.data = key;
+	ASSERT_EQ(fi_sendmsg(client_, &msg, OFI_SEND_INVALIDATE), 0);
+	struct fi_cq_data_entry entry {};
+	ASSERT_EQ(wait_cq(client_tx_, &entry, &err_), 1);
+	ASSERT_EQ(wait_cq(server_rx_, &entry, &err_), 1);
+	ASSERT_EQ(read_source(client_, client_tx_, key), -FI_EAVAIL);
+	EXPECT_EQ(err_.err, FI_EIO);
+	EXPECT_EQ(local_[0], 0);
 }
 
 // A key bound over one QP is refused to a read arriving on another QP of the domain (a

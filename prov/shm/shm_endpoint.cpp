@@ -259,7 +259,8 @@ bool ShmEndpoint::before_sleep()
 		bell_asked_ = true;
 		if (!rx_ring_.arm())
 			return true;
-		if (!rx_ring_.ready_slots(&ready))
+		// Nothing ready after all: arm()'s barrier failed, so we must not sleep.
+		if (!rx_ring_.ready_slots(&ready) || ready == 0)
 			return false;
 	}
 	// Slots wait: sleep only if progress could not take them either (a message with no

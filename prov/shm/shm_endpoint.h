@@ -191,6 +191,9 @@ private:
 	bool send_in_slots(const iovec *iov, size_t count, size_t total, void *context,
 			   uint64_t flags, uint64_t data);
 	// shm_endpoint_cm.cpp
+	// Decides how our sleeps fence and writes it into our word of `segment` (before the
+	// handshake message that hands the segment or the accept to the peer).
+	void declare_sleep_barrier(Segment &segment, bool connector);
 	void start_connected(int sock, std::unique_ptr<Segment> segment, int peer_bell,
 			     bool connector);
 	void on_reply();
@@ -267,6 +270,9 @@ private:
 	std::unique_ptr<Segment> pending_segment_; // connecting: ours, not yet acknowledged
 	RingProducer tx_ring_;
 	RingConsumer rx_ring_;
+	// Our sleeps call membarrier: decided and written into the segment at connect/accept
+	// (declare_sleep_barrier), so that the peer may publish without a fence (shm_ring.h).
+	bool sleeps_with_membarrier_ = false;
 	util::Ring<TxEntry> tx_queue_;
 	util::Ring<RxEntry> rx_queue_;
 	util::Ring<TxEntry> responses_;      // answers we owe the peer (acks, read data)

@@ -1,6 +1,8 @@
 // ShmEndpoint: connection management (fi_connect, fi_accept, fi_shutdown, names).
 #include "prov/shm/shm_cm.h"
 #include "prov/shm/shm_endpoint.h"
+#include "prov/shm/shm_membarrier.h"
+#include "prov/shm/shm_provider.h"
 #include "prov/util/event_queue.h"
 
 #include <rdma/fi_cm.h>
@@ -83,6 +85,7 @@ int ShmEndpoint::connect(const void *addr, const void *param, size_t paramlen)
 		release_connection();
 		throw;
 	}
+	declare_sleep_barrier(*pending_segment_, true);
 	int fds[2] = {pending_segment_->fd(), own_bell_};
 	int ret = send_cm(sock, kCmRequest, param, paramlen, fds, 2);
 	pending_segment_->close_fd();
@@ -147,6 +150,7 @@ int ShmEndpoint::accept(const void *param, size_t paramlen)
 	if (bell < 0)
 		return -errno;
 	own_bell_ = bell;
+	declare_sleep_barrier(*segment_, false);
 	int ret = send_cm(sock_, kCmAccept, param, paramlen, &bell, 1);
 	if (ret) {
 		connection_lost(ret);
@@ -163,6 +167,13 @@ int ShmEndpoint::accept(const void *param, size_t paramlen)
 	return 0;
 }
 
+void ShmEndpoint::declare_sleep_barrier(Segment &segment, bool connector)
+{
+	sleeps_with_membarrier_ = settings().membarrier && membarrier_ready();
+	segment.layout().sleeps_with_membarrier[connector ? 0 : 1].store(
+		sleeps_with_membarrier_ ? 1 : 0, std::memory_order_relaxed);
+}
+
 void ShmEndpoint::start_connected(int sock, std::unique_ptr<Segment> segment, int peer_bell,
 				  bool connector)
 {
@@ -170,8 +181,14 @@ void ShmEndpoint::start_connected(int sock, std::unique_ptr<Segment> segment, in
 	segment_ = std::move(segment);
 	peer_bell_ = peer_bell;
 	SegmentLayout &layout = segment_->layout();
-	tx_ring_.attach(&layout.rings[connector ? 0 : 1]);
-	rx_ring_.attach(&layout.rings[connector ? 1 : 0]);
+	// The peer wrote its word before its handshake message, which we have read. Read once:
+	// a peer changing it later changes nothing here.
+	RingBarriers barriers;
+	barriers.membarrier = sleeps_with_membarrier_ &&
+			      layout.sleeps_with_membarrier[connector ? 1 : 0].load(
+				      std::memory_order_relaxed) != 0;
+	tx_ring_.attach(&layout.rings[connector ? 0 : 1], barriers);
+	rx_ring_.attach(&layout.rings[connector ? 1 : 0], barriers);
 	state_ = State::connected;
 	if (domain().engine().add_fd(own_bell_, EPOLLIN, this) != 0 ||
 	    domain().engine().add_source(this) != 0) {

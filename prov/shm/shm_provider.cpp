@@ -59,10 +59,16 @@ void load_settings()
 				"sends an endpoint can queue (default: 256)");
 		fi_param_define(&provider, "rx_size", FI_PARAM_SIZE_T,
 				"receives an endpoint can post (default: 256)");
+		fi_param_define(&provider, "membarrier", FI_PARAM_BOOL,
+				"a side about to sleep calls membarrier(2) so that the busy "
+				"side publishes without a fence (default: 1)");
 	}
 	Settings s;
 	s.tx_size = read_size("tx_size", s.tx_size);
 	s.rx_size = read_size("rx_size", s.rx_size);
+	int membarrier = 1;
+	if (fi_param_get_bool(&provider, "membarrier", &membarrier) == FI_SUCCESS)
+		s.membarrier = membarrier != 0;
 	g_settings = s;
 }
 

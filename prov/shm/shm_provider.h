@@ -16,6 +16,7 @@ extern struct fi_provider provider;
 struct Settings {
 	size_t tx_size = 256;  // FI_SHM_TX_SIZE: sends queued per endpoint
 	size_t rx_size = 256;  // FI_SHM_RX_SIZE: receives posted per endpoint
+	bool membarrier = true; // FI_SHM_MEMBARRIER: sleepers fence for the busy side
 };
 
 const Settings &settings();

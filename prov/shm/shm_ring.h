@@ -20,8 +20,38 @@
 // Doorbells: each side has an eventfd in its progress engine that the other side writes,
 // but only when asked to: a consumer that found its ring empty sets consumer_sleeping, a
 // producer that found it full sets producer_waiting. The other side clears the flag with an
-// exchange and writes the eventfd once. A sequentially consistent fence between publishing
-// an index and reading the flag (on both sides) means either the flag is seen or the index is.
+// exchange and writes the eventfd once. Two pairs, each a Dekker pattern: the busy side
+// stores an index (publish: a slot's seq; publish_tail: tail) and then loads the flag; the
+// side going to sleep stores the flag and then loads the index. A barrier between the store
+// and the load on both sides means that either the flag is seen or the index is.
+//
+// The busy side's barrier is the expensive one: it runs per message (publish) or per pass
+// (publish_tail), and a full fence waits for the store buffer to drain, i.e. for the line of
+// the slot that a spinning consumer keeps reading (perf: most of a sender's time in a stream
+// of small messages). So the cost moves to the side that goes to sleep, with membarrier(2):
+// after storing its flag, the sleeper calls MEMBARRIER_CMD_GLOBAL_EXPEDITED, which makes
+// every running thread of every registered process execute a full barrier at some point B
+// during the call (a thread not running is switched out, which is one), then it loads the
+// index. The busy side keeps only a compiler barrier between its store and its load (program
+// order is all the hardware gets). Why that is enough: the busy thread's B falls either
+// before its index store, so its flag load comes after B and thus after the sleeper's flag
+// store (the sleeper stored before calling): the flag is seen; or after the index store, so
+// the store is visible to all when the call returns and the sleeper's index load sees it.
+// Either way no doorbell is lost. This needs (a) the busy side's process registered
+// (MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, shm_membarrier.cpp, at setup; otherwise the call
+// skips its threads) and (b) the busy side to know that the peer's sleeps call membarrier:
+// each side writes that in its own word of the segment (sleeps_with_membarrier) before it
+// hands the segment over (connector) or accepts (acceptor), and reads the peer's word once
+// when connected. A pair uses membarrier only when both declared it (each is then
+// registered); otherwise both sides of both rings fence as before. A peer that declares it
+// and does not call membarrier only loses its own doorbells (it may sleep over our message
+// or our freed slots; we never wait for it), and one that declares nothing but skips its
+// fences only delays its own messages and slots to us. When the call is unavailable (ENOSYS, seccomp,
+// an old kernel) or the registration fails, a process declares nothing and fences; a
+// membarrier that fails later makes the sleeper not sleep (it polls again) rather than trust
+// a barrier that did not happen. The price is a system call per arm() (plus an
+// inter-processor interrupt to each core running a registered process): paid only on the
+// way to sleep, where an eventfd wait follows anyway.
 #ifndef PROV_SHM_SHM_RING_H
 #define PROV_SHM_SHM_RING_H
 
@@ -29,6 +59,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+
+#include "prov/shm/shm_membarrier.h"
 
 namespace shm {
 
@@ -97,19 +129,55 @@ struct Ring {
 };
 
 inline constexpr uint64_t kSegmentMagic = 0x316d68735f6966ull; // "fi_shm1"
-inline constexpr uint32_t kSegmentVersion = 3; // 2: 64-byte slot headers, RMA; 3: seq
+// 2: 64-byte slot headers, RMA; 3: seq; 4: sleeps_with_membarrier
+inline constexpr uint32_t kSegmentVersion = 4;
 
 struct SegmentLayout {
 	uint64_t magic;
 	uint32_t version;
 	uint32_t slot_count;
+	// Nonzero: this side's sleeps call membarrier (see above), so the peer may publish
+	// without a fence. Index 0 is the connector's word, 1 the acceptor's; each written by
+	// its side only, before the handshake message that hands it over.
+	std::atomic<uint32_t> sleeps_with_membarrier[2];
 	alignas(64) Ring rings[2];
 };
+
+// The barriers of one side of a ring (see above). `membarrier`: both sides declared it, so
+// the busy side's barrier is a compiler barrier and the sleeper's a membarrier; otherwise
+// both are fences.
+struct RingBarriers {
+	bool membarrier = false;
+};
+// Between the busy side's index store and its load of the peer's flag.
+inline void busy_barrier(const RingBarriers &b)
+{
+	if (b.membarrier)
+		std::atomic_signal_fence(std::memory_order_seq_cst);
+	else
+		std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+// Between the sleeper's flag store and its load of the index; false when the membarrier
+// failed (the caller must not sleep).
+inline bool sleep_barrier(const RingBarriers &b)
+{
+	if (b.membarrier)
+		return membarrier_all();
+	std::atomic_thread_fence(std::memory_order_seq_cst);
+	return true;
+}
 
 // The producing side of one ring.
 class RingProducer {
 public:
-	void attach(Ring *ring) { ring_ = ring; head_ = 0; seen_tail_ = 0; }
+	void attach(Ring *ring, RingBarriers barriers = {})
+	{
+		ring_ = ring;
+		head_ = 0;
+		seen_tail_ = 0;
+		barriers_ = barriers;
+	}
+	const RingBarriers &barriers() const { return barriers_; }
 	// Slots free for writing; false when the peer's tail is impossible (corrupt).
 	bool free_slots(uint32_t *count) const
 	{
@@ -146,16 +214,17 @@ public:
 			slot_seq(slot(i)).store(head_ + i + 1, std::memory_order_release);
 		head_ += count;
 		ring_->control.head.store(head_, std::memory_order_release);
-		std::atomic_thread_fence(std::memory_order_seq_cst);
+		busy_barrier(barriers_);
 		return ring_->control.consumer_sleeping.load(std::memory_order_relaxed) &&
 		       ring_->control.consumer_sleeping.exchange(0);
 	}
 	// The ring was full: ask the consumer to ring us when it frees a slot, then look again
-	// (false: still full, the doorbell will come).
+	// (false: still full, the doorbell will come; true also when the barrier failed).
 	bool wait_for_space()
 	{
 		ring_->control.producer_waiting.store(1);
-		std::atomic_thread_fence(std::memory_order_seq_cst);
+		if (!sleep_barrier(barriers_))
+			return true;
 		uint32_t n = 0;
 		return !free_slots(&n) || n > 0;
 	}
@@ -164,12 +233,20 @@ private:
 	Ring *ring_ = nullptr;
 	uint64_t head_ = 0;
 	uint64_t seen_tail_ = 0; // a tail read earlier (and checked): slots before it are free
+	RingBarriers barriers_;
 };
 
 // The consuming side of one ring.
 class RingConsumer {
 public:
-	void attach(Ring *ring) { ring_ = ring; tail_ = 0; published_tail_ = 0; }
+	void attach(Ring *ring, RingBarriers barriers = {})
+	{
+		ring_ = ring;
+		tail_ = 0;
+		published_tail_ = 0;
+		barriers_ = barriers;
+	}
+	const RingBarriers &barriers() const { return barriers_; }
 	// Whether the next slot is ready (its seq says so): one read of its line.
 	bool has_ready() const { return ready_seq(slot()) == tail_ + 1; }
 	// The consecutive slots ready to read from the next one on (each seq read in turn, up
@@ -201,15 +278,17 @@ public:
 			return false;
 		published_tail_ = tail_;
 		ring_->control.tail.store(tail_, std::memory_order_release);
-		std::atomic_thread_fence(std::memory_order_seq_cst);
+		busy_barrier(barriers_);
 		return ring_->control.producer_waiting.load(std::memory_order_relaxed) &&
 		       ring_->control.producer_waiting.exchange(0);
 	}
-	// Found empty: ask for a doorbell, then look again (true: something arrived meanwhile).
+	// Found empty: ask for a doorbell, then look again (true: something arrived meanwhile,
+	// or the barrier failed: the caller finds no slot ready then and must not sleep).
 	bool arm()
 	{
 		ring_->control.consumer_sleeping.store(1);
-		std::atomic_thread_fence(std::memory_order_seq_cst);
+		if (!sleep_barrier(barriers_))
+			return true;
 		uint32_t n = 0;
 		return !ready_slots(&n) || n > 0;
 	}
@@ -221,6 +300,7 @@ private:
 	Ring *ring_ = nullptr;
 	uint64_t tail_ = 0;
 	uint64_t published_tail_ = 0; // what the producer sees
+	RingBarriers barriers_;
 };
 
 } // namespace shm

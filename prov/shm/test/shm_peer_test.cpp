@@ -2,6 +2,7 @@
 // ring entries or indices, a process of another user, and a peer process that exits.
 #include "prov/shm/shm_address.h"
 #include "prov/shm/shm_cm.h"
+#include "prov/shm/shm_membarrier.h"
 #include "prov/shm/shm_segment.h"
 #include "prov/shm/test/shm_test_pair.h"
 #include "prov/util/rx_inplace_ops.h"
@@ -149,6 +150,32 @@ TEST_F(ShmBlockingBell, AFullPeerDoorbellDoesNotHoldUs)
 	fi_cq_data_entry e;
 	ASSERT_EQ(1, p.wait_cq(p.server_cq, &e));
 	EXPECT_EQ(1u, peer.segment->layout().rings[1].control.head.load());
+}
+
+// The acceptor says in its word of the segment, before its accept message, whether its
+// sleeps call membarrier (a connector that says so too may then publish without a fence);
+// with membarrier unavailable it says no, and the pair fences.
+TEST_F(ShmForged, AcceptorDeclaresItsSleepBarrier)
+{
+	EXPECT_EQ(shm::membarrier_ready() ? 1u : 0u,
+		  peer.segment->layout().sleeps_with_membarrier[1].load());
+}
+
+class ShmForgedFenced : public ShmForged {
+public:
+	ShmForgedFenced() { shm::membarrier_force_fallback(true); }
+	~ShmForgedFenced() override { shm::membarrier_force_fallback(false); }
+};
+
+TEST_F(ShmForgedFenced, AcceptorWithoutMembarrierDeclaresNothing)
+{
+	EXPECT_FALSE(shm::membarrier_ready());
+	EXPECT_EQ(0u, peer.segment->layout().sleeps_with_membarrier[1].load());
+	// Messages still flow.
+	peer.put(RawPeer::message_header(shm::kSlotFirst, 3, 3), "ok");
+	fi_cq_data_entry e;
+	ASSERT_EQ(1, p.wait_cq(p.server_cq, &e));
+	EXPECT_STREQ("ok", buf);
 }
 
 TEST_F(ShmForged, LengthBeyondTheSlot)

@@ -235,15 +235,7 @@ void run_pair(bool child_fenced)
 			}
 		}
 	} reaper{child};
-	EqEvent req = p.wait_eq(p.server_eq);
-	ASSERT_EQ(FI_CONNREQ, req.event);
-	ASSERT_EQ(0, fi_endpoint(p.domain, req.info, &p.server, nullptr));
-	fi_freeinfo(req.info);
-	ASSERT_EQ(0, fi_ep_bind(p.server, &p.server_eq->fid, 0));
-	ASSERT_EQ(0, fi_ep_bind(p.server, &p.server_cq->fid, FI_TRANSMIT | FI_RECV));
-	ASSERT_EQ(0, fi_enable(p.server));
-	ASSERT_EQ(0, fi_accept(p.server, nullptr, 0));
-	ASSERT_EQ(FI_CONNECTED, p.wait_eq(p.server_eq).event);
+	ASSERT_TRUE(p.accept_next());
 	std::string error = run_side(p.server, p.server_cq, false);
 	for (int block = 0; error.empty() && block < kRaceBlocks; block++)
 		error = race_block(p.server, p.server_cq, block % 2 != 0, block);

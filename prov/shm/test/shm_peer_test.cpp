@@ -100,15 +100,7 @@ protected:
 		int fds[2] = {peer.segment->fd(), peer.bell};
 		ASSERT_EQ(0, shm::send_cm(peer.sock, shm::kCmRequest, nullptr, 0, fds, 2));
 		peer.segment->close_fd();
-		EqEvent req = p.wait_eq(p.server_eq);
-		ASSERT_EQ(FI_CONNREQ, req.event);
-		ASSERT_EQ(0, fi_endpoint(p.domain, req.info, &p.server, nullptr));
-		fi_freeinfo(req.info);
-		ASSERT_EQ(0, fi_ep_bind(p.server, &p.server_eq->fid, 0));
-		ASSERT_EQ(0, fi_ep_bind(p.server, &p.server_cq->fid, FI_TRANSMIT | FI_RECV));
-		ASSERT_EQ(0, fi_enable(p.server));
-		ASSERT_EQ(0, fi_accept(p.server, nullptr, 0));
-		ASSERT_EQ(FI_CONNECTED, p.wait_eq(p.server_eq).event);
+		ASSERT_TRUE(p.accept_next());
 		shm::CmMessage accept_msg;
 		ASSERT_EQ(1, shm::recv_cm(peer.sock, &accept_msg));
 		EXPECT_EQ(shm::kCmAccept, accept_msg.type);
@@ -584,17 +576,10 @@ TEST(ShmPeers, PeerProcessExitIsAShutdown)
 		_exit(0); // no close, like a crash
 	}
 	ASSERT_GT(child, 0);
-	EqEvent req = p.wait_eq(p.server_eq);
-	ASSERT_EQ(FI_CONNREQ, req.event);
-	ASSERT_EQ(0, fi_endpoint(p.domain, req.info, &p.server, nullptr));
-	fi_freeinfo(req.info);
-	ASSERT_EQ(0, fi_ep_bind(p.server, &p.server_eq->fid, 0));
-	ASSERT_EQ(0, fi_ep_bind(p.server, &p.server_cq->fid, FI_TRANSMIT | FI_RECV));
-	ASSERT_EQ(0, fi_enable(p.server));
 	char buf[8] = {};
-	ASSERT_EQ(0, fi_recv(p.server, buf, sizeof(buf), nullptr, 0, nullptr));
-	ASSERT_EQ(0, fi_accept(p.server, nullptr, 0));
-	ASSERT_EQ(FI_CONNECTED, p.wait_eq(p.server_eq).event);
+	ASSERT_TRUE(p.accept_next("", [&](fid_ep *ep) {
+		ASSERT_EQ(0, fi_recv(ep, buf, sizeof(buf), nullptr, 0, nullptr));
+	}));
 	int status = 0;
 	ASSERT_EQ(child, waitpid(child, &status, 0));
 	EXPECT_EQ(0, WEXITSTATUS(status));

@@ -118,15 +118,29 @@ bool MsgPair::connect(const std::string &data, const std::string &accept_data)
 	int ret = fi_connect(client, listen_addr.data(), data.empty() ? nullptr : data.data(),
 			     data.size());
 	EXPECT_EQ(0, ret) << fi_strerror(-ret);
-	if (ret)
+	std::vector<uint8_t> got;
+	if (ret || !accept_next(accept_data, nullptr, &got))
 		return false;
+	EXPECT_EQ(data, std::string(got.begin(), got.end()));
+	EqEvent c = wait_eq(client_eq);
+	EXPECT_EQ(FI_CONNECTED, c.event);
+	EXPECT_EQ(&client->fid, c.fid);
+	EXPECT_EQ(accept_data, std::string(c.data.begin(), c.data.end()));
+	return c.event == FI_CONNECTED;
+}
+
+bool MsgPair::accept_next(const std::string &accept_data,
+			  const std::function<void(fid_ep *)> &before_accept,
+			  std::vector<uint8_t> *request_data)
+{
 	EqEvent req = wait_eq(server_eq);
 	EXPECT_EQ(FI_CONNREQ, req.event);
 	if (req.event != FI_CONNREQ || !req.info)
 		return false;
-	EXPECT_EQ(data, std::string(req.data.begin(), req.data.end()));
+	if (request_data)
+		*request_data = req.data;
 	EXPECT_NE(nullptr, req.info->handle);
-	ret = fi_endpoint(domain, req.info, &server, nullptr);
+	int ret = fi_endpoint(domain, req.info, &server, nullptr);
 	fi_freeinfo(req.info);
 	EXPECT_EQ(0, ret);
 	if (ret)
@@ -136,6 +150,8 @@ bool MsgPair::connect(const std::string &data, const std::string &accept_data)
 	if (before_server_enable)
 		before_server_enable(server);
 	EXPECT_EQ(0, fi_enable(server));
+	if (before_accept)
+		before_accept(server);
 	EXPECT_EQ(0, ret = fi_accept(server, accept_data.empty() ? nullptr : accept_data.data(),
 				      accept_data.size()));
 	if (ret)
@@ -143,11 +159,7 @@ bool MsgPair::connect(const std::string &data, const std::string &accept_data)
 	EqEvent s = wait_eq(server_eq);
 	EXPECT_EQ(FI_CONNECTED, s.event);
 	EXPECT_EQ(&server->fid, s.fid);
-	EqEvent c = wait_eq(client_eq);
-	EXPECT_EQ(FI_CONNECTED, c.event);
-	EXPECT_EQ(&client->fid, c.fid);
-	EXPECT_EQ(accept_data, std::string(c.data.begin(), c.data.end()));
-	return s.event == FI_CONNECTED && c.event == FI_CONNECTED;
+	return s.event == FI_CONNECTED;
 }
 
 EqEvent MsgPair::wait_eq(fid_eq *eq, int timeout_ms)

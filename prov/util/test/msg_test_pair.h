@@ -50,6 +50,13 @@ public:
 	// fi_connect with `data`, waits for FI_CONNREQ, opens the server endpoint, accepts with
 	// `accept_data` and waits for FI_CONNECTED on both sides.
 	bool connect(const std::string &data = "", const std::string &accept_data = "");
+	// The listener's side of a connection: waits for FI_CONNREQ (its CM data into
+	// *request_data when given), opens `server` for it (bound to server_eq and server_cq;
+	// before_server_enable runs), runs `before_accept` (e.g. to post the receive a peer's
+	// first message needs), accepts with `accept_data` and waits for FI_CONNECTED there.
+	bool accept_next(const std::string &accept_data = "",
+			 const std::function<void(fid_ep *)> &before_accept = nullptr,
+			 std::vector<uint8_t> *request_data = nullptr);
 
 	// Bounded waits (5 s). wait_eq returns the first event or error of `eq`.
 	EqEvent wait_eq(fid_eq *eq, int timeout_ms = 5000);

@@ -301,6 +301,12 @@ private:
 	void on_rx_buffer(RxBuffer *buf, size_t len);
 	bool repost(RxBuffer *buf);
 	void handle_message(RxmConn *conn, const WireHeader &hdr, std::span<const uint8_t> payload);
+	// The checks a message of a known connection passes before handle_message (from a
+	// receive buffer or taken from shm's ring): dropped if the connection failed, the
+	// connection failed if the message is malformed, returned credits taken, shm arrival
+	// marked. True when the message is to be handled.
+	bool admit_message(RxmConn *conn, WireHeader *hdr, bool malformed, size_t len,
+			   bool on_shm);
 	void handle_first(RxmConn *conn, const WireHeader &hdr, std::span<const uint8_t> payload);
 	bool deliver_eager(RxmConn *conn, const WireHeader &hdr, std::span<const uint8_t> payload);
 	bool take_expected_eager(RxmConn *conn, const EagerHeader &e, const uint8_t *payload,

@@ -424,25 +424,7 @@ void RxmEndpoint::on_rx_buffer(RxBuffer *buf, size_t len)
 		repost(buf);
 		return;
 	}
-	// Messages of a failed connection are dropped: its operations already ended in error,
-	// and it has no core endpoint left to answer on. (An orderly FI_SHUTDOWN drains the core
-	// CQ before failing the connection, so what the peer sent before closing is delivered.)
-	if (conn->state == ConnState::closed) {
-		if (!buf->conn)
-			repost(buf);
-		return;
-	}
-	if (malformed) {
-		RXM_WARN(FI_LOG_EP_DATA, "malformed message of %zu bytes from a peer: closing "
-					 "its connection\n", len);
-		fail_conn(conn, -FI_EIO);
-		if (!buf->conn)
-			repost(buf);
-		return;
-	}
-	if (buf->on_shm)
-		hdr.flags |= kArrivedOnShm; // its rendezvous transfers take shm too (rndv_ep)
-	if (hdr.credits && !take_returned_credits(conn, hdr.credits)) { // rxm_flow_ctrl.cpp
+	if (!admit_message(conn, &hdr, malformed, len, buf->on_shm)) {
 		if (!buf->conn)
 			repost(buf);
 		return;
@@ -450,6 +432,25 @@ void RxmEndpoint::on_rx_buffer(RxBuffer *buf, size_t len)
 	handle_message(conn, hdr, message.subspan(kWireHeaderSize));
 	if (repost(buf))
 		on_buffer_reposted(conn);
+}
+
+bool RxmEndpoint::admit_message(RxmConn *conn, WireHeader *hdr, bool malformed, size_t len,
+				bool on_shm)
+{
+	// Messages of a failed connection are dropped: its operations already ended in error,
+	// and it has no core endpoint left to answer on. (An orderly FI_SHUTDOWN drains the core
+	// CQ before failing the connection, so what the peer sent before closing is delivered.)
+	if (conn->state == ConnState::closed)
+		return false;
+	if (malformed) {
+		RXM_WARN(FI_LOG_EP_DATA, "malformed message of %zu bytes from a peer: closing "
+					 "its connection\n", len);
+		fail_conn(conn, -FI_EIO);
+		return false;
+	}
+	if (on_shm)
+		hdr->flags |= kArrivedOnShm; // its rendezvous transfers take shm too (rndv_ep)
+	return !hdr->credits || take_returned_credits(conn, hdr->credits); // rxm_flow_ctrl.cpp
 }
 
 void RxmEndpoint::handle_message(RxmConn *conn, const WireHeader &hdr,

@@ -199,19 +199,10 @@ size_t RxmEndpoint::run_shm_deferred()
 // on_rx_buffer's steps for a message of a moved peer's shm endpoint, without the buffer.
 void RxmEndpoint::handle_shm_control(RxmConn *conn, std::span<const uint8_t> message)
 {
-	if (conn->state == ConnState::closed)
-		return; // its operations already ended in error
 	WireHeader hdr;
-	if (decode_message(message, &hdr) != 0) {
-		RXM_WARN(FI_LOG_EP_DATA, "malformed message of %zu bytes from a peer: closing "
-					 "its connection\n", message.size());
-		fail_conn(conn, -FI_EIO);
-		return;
-	}
-	hdr.flags |= kArrivedOnShm; // its rendezvous transfers take shm too (rndv_ep)
-	if (hdr.credits && !take_returned_credits(conn, hdr.credits))
-		return;
-	handle_message(conn, hdr, message.subspan(kWireHeaderSize));
+	bool malformed = decode_message(message, &hdr) != 0;
+	if (admit_message(conn, &hdr, malformed, message.size(), true))
+		handle_message(conn, hdr, message.subspan(kWireHeaderSize));
 }
 
 void RxmEndpoint::on_inplace_buffer_back(RxmConn *conn)

@@ -173,8 +173,11 @@ TEST_F(RxmDirectRecv, AStreamLandsInTheReceiveBuffersFromTheSocket)
 	if (!placed_by_tcp())
 		GTEST_SKIP() << "messages do not go through tcp's shared receive context here";
 	// Only the first bytes of each message (those read with the header before it) may come
-	// through a stage; before, every byte went to rxm's buffers and was copied out.
-	EXPECT_GE(app_bytes.load(), kCount * kSize * 3 / 4) << "of " << kCount * kSize << " bytes";
+	// through a stage; before, every byte went to rxm's buffers and was copied out. How many
+	// depends on how far the sender got ahead of the reader (a header read that finds a whole
+	// message behind it takes it through the stage): 63% in a check on a loaded machine,
+	// over 90% idle; half is the bound, far from the 0% without placement.
+	EXPECT_GE(app_bytes.load(), kCount * kSize / 2) << "of " << kCount * kSize << " bytes";
 }
 
 TEST_F(RxmDirectRecv, MessagesThatFindNoReceiveKeepTheirOrder)

@@ -364,14 +364,19 @@ private:
 	// send_framed: the largest frame (our header, the caller's, its payload) it takes; a
 	// payload up to kFramedCopy is copied behind the headers (one buffer for the kernel),
 	// a larger one goes from the caller's pieces. The unsent rest of a frame the socket
-	// took only in part waits in spill_ (allocated the first time that happens; one at most: a
-	// framed send needs an empty queue, and the rest is the queue's head until sent).
-	// 16 KiB of payload: rxm's 8 KiB ping-pong went the queued way (an op, tcp's entry
-	// and completion read back) at 4346 instructions a message, 2803 so (rxm_cost).
-	static constexpr size_t kFramedMax = kShortHeaderSize + 128 + 16384;
+	// took only in part waits in spill_ (allocated the first time that happens, at least
+	// kSpillMin, grown for a larger rest up to kFramedMax; one rest at most: a framed send
+	// needs an empty queue, and the rest is the queue's head until sent).
+	// 64 KiB of payload, rxm's largest eager message over tcp (FI_OFI_RXM_BUFFER_SIZE's
+	// stream default): rxm's 8 KiB ping-pong went the queued way (an op, tcp's entry and
+	// completion read back) at 4346 instructions a message, 2803 framed; its 32 and 64 KiB
+	// ones at 4958 and 4953, framed 3360 and 3364 (rxm_cost tagged domain, both sides).
+	static constexpr size_t kFramedMax = kShortHeaderSize + 128 + 65536;
 	static constexpr size_t kFramedHeaderMax = 128;
 	static constexpr size_t kFramedCopy = 1024;
+	static constexpr size_t kSpillMin = kShortHeaderSize + 128 + 16384;
 	std::unique_ptr<uint8_t[]> spill_;
+	size_t spill_size_ = 0;
 
 	RxQueue own_rx_;
 	RxQueue *rxq_ = &own_rx_;

@@ -279,14 +279,18 @@ int Connection::send_framed(const void *hdr, size_t hdr_len, const iovec *payloa
 		return -FI_EAGAIN;
 	// The peer has the first n bytes: the rest is ours to send, from spill_. It is made
 	// the first time a frame goes out in part (a full socket), not for every connection:
-	// an idle peer costs no 4 KiB.
-	if (!spill_)
-		spill_.reset(new (std::nothrow) uint8_t[kFramedMax]);
+	// an idle peer costs nothing, one that streams small frames 16 KiB, and only one that
+	// streams large frames the 64 KiB of the largest.
+	size_t sent = static_cast<size_t>(n), rest = total - sent, out = 0;
+	if (rest > spill_size_) {
+		size_t size = std::max(rest, kSpillMin);
+		spill_.reset(new (std::nothrow) uint8_t[size]);
+		spill_size_ = spill_ ? size : 0;
+	}
 	if (!spill_) { // part of a frame is out and the rest has nowhere to go: the stream ends
 		lost(FI_ENOMEM);
 		return 0;
 	}
-	size_t sent = static_cast<size_t>(n), rest = total - sent, out = 0;
 	for (size_t i = 0; i < iov_count; i++) {
 		size_t len = iov[i].iov_len;
 		if (sent >= len) {

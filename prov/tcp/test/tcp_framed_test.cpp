@@ -94,7 +94,7 @@ TEST(TcpFramed, RefusedWithNothingChangedWhenItWouldOvertakeOrCannotGo)
 	p.a->attach(p.fds[0]);
 	p.b->attach(p.fds[1]);
 	// Over the bounds: header, frame.
-	std::string huge_hdr(200, 'h'), huge(17000, 'x'); // over 16 KiB
+	std::string huge_hdr(200, 'h'), huge(65536 + 200, 'x'); // over 64 KiB
 	iovec huge_iov{huge.data(), huge.size()};
 	EXPECT_EQ(-FI_EAGAIN, p.a->send_framed(huge_hdr.data(), huge_hdr.size(), &piece, 1,
 					       text.size()));
@@ -126,10 +126,11 @@ TEST(TcpFramed, RefusedWithNothingChangedWhenItWouldOvertakeOrCannotGo)
 	EXPECT_EQ(0, p.oa.errors + p.ob.errors + p.oa.lost + p.ob.lost);
 }
 
-// Frames of 4 KiB and of 12 KiB (rxm sends eager messages up to 16 KiB this way).
+// Frames of 4 KiB, of 12 KiB and of 40 KiB (rxm sends eager messages up to 64 KiB this way;
+// the rest of the last is larger than the 16 KiB spill buffer smaller frames make).
 TEST(TcpFramed, TheRestOfAPartlySentFrameGoesBeforeLaterSends)
 {
-	for (size_t size : {4000u, 12000u}) {
+	for (size_t size : {4000u, 12000u, 40000u}) {
 		SCOPED_TRACE(size);
 		tcp_test::SinkPair p(4096);
 		std::string hdr = pattern(56, 7);
@@ -167,7 +168,7 @@ TEST(TcpFramed, TheRestOfAPartlySentFrameGoesBeforeLaterSends)
 		ASSERT_EQ(0, p.a->post_msg(later));
 		size_t frames = payloads.size();
 		Received got;
-		got.post(*p.b, frames + 1, 16384);
+		got.post(*p.b, frames + 1, 65536);
 		for (int i = 0; i < 1000 && p.ob.received.size() < frames + 1; i++) {
 			p.b->progress_rx();
 			p.a->progress_tx();

@@ -564,6 +564,8 @@ private:
 		uint8_t bytes[kWireHeaderSize + rndv_payload_size(kRndvMaxSegments) + kCmaOfferSize];
 	};
 	bool defer_shm_control(RxmConn *conn, const struct ofi_rx_inplace_request *req);
+	bool defer_behind_deferred(RxmConn *conn, const struct ofi_rx_inplace_request *req,
+				   uint32_t waiting);
 	size_t run_shm_deferred();
 	void handle_shm_control(RxmConn *conn, std::span<const uint8_t> message);
 	std::vector<ShmDeferred> shm_deferred_;

@@ -99,9 +99,9 @@ RxmEndpoint::take_expected_eager(RxmConn *conn, const EagerHeader &e,
 [[gnu::always_inline]] inline bool
 RxmEndpoint::take_from_shm(RxmConn *conn, const struct ofi_rx_inplace_request *req)
 {
-	if (conn->inplace_rx_in_cq.load(std::memory_order_relaxed) ||
-	    conn->state == ConnState::closed || conn->rx_held || conn->sar.active())
-		return false;
+	uint32_t waiting = conn->inplace_rx_in_cq.load(std::memory_order_relaxed);
+	if (waiting || conn->state == ConnState::closed || conn->rx_held || conn->sar.active())
+		return waiting && defer_behind_deferred(conn, req, waiting);
 	EagerHeader e;
 	const auto *msg = static_cast<const uint8_t *>(req->msg);
 	if (!msg || !decode_plain_eager(msg, req->len, &e))

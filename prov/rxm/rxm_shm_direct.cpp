@@ -184,6 +184,28 @@ bool RxmEndpoint::defer_shm_control(RxmConn *conn, const struct ofi_rx_inplace_r
 	return true;
 }
 
+// A control message right behind deferred ones of its connection (a ping-pong of rendezvous
+// finds the done of its send and the peer's next request in one pass): deferred after them
+// when nothing else of the connection waits (waiting counts only deferred messages), as the
+// list keeps their order. Otherwise, or for anything but a request or a done, declined into
+// a receive buffer (~700 instructions more) as every later message while some wait.
+bool RxmEndpoint::defer_behind_deferred(RxmConn *conn, const struct ofi_rx_inplace_request *req,
+					uint32_t waiting)
+{
+	if (!shm_defer_ok_ || !req->msg || conn->state == ConnState::closed || conn->rx_held ||
+	    conn->sar.active())
+		return false;
+	uint32_t deferred = 0;
+	for (const ShmDeferred &d : shm_deferred_)
+		deferred += d.conn == conn;
+	WireHeader hdr;
+	if (deferred != waiting ||
+	    decode_message_header(static_cast<const uint8_t *>(req->msg), req->len, &hdr) ||
+	    (hdr.op != WireOp::rndv_request && hdr.op != WireOp::rndv_done))
+		return false;
+	return defer_shm_control(conn, req);
+}
+
 size_t RxmEndpoint::run_shm_deferred()
 {
 	// Nothing is deferred while this runs (shm_defer_ok_ is clear): the list holds still.

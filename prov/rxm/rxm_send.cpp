@@ -800,9 +800,41 @@ bool RxmEndpoint::inject_invalidating(RxmConn *conn, TxBuffer *buf, uint64_t pee
 	return fi_inject(tx_ep(conn), buf->data, buf->len, 0) == 0;
 }
 
+// A control message (a rendezvous done, an acknowledgement) to a moved peer with nothing
+// queued before it: its header straight into shm's ring. The queued path's op, bounce
+// buffer, queue and generic inject cost ~400 instructions, and a rendezvous done lies on the
+// receiver's critical path (sent before its receive completes). Anything shm cannot take at
+// once (-FI_EAGAIN, an error) goes the queued path, which retries or reports it.
+bool RxmEndpoint::send_control_at_once(RxmConn *conn, WireOp wire_op, uint64_t msg_id,
+				       uint16_t flags)
+{
+	// shm_moved sets tx_on_shm when it leaves: it never goes this way.
+	if (!conn->tx_on_shm || !shm_ || !shm_->send_ops || conn->state != ConnState::connected ||
+	    !conn->backlog.empty())
+		return false;
+	WireHeader h;
+	h.op = wire_op;
+	h.msg_id = msg_id;
+	h.flags = flags;
+	h.conn_id = conn->peer_conn_id;
+	// (no credits: over shm they wait for the next core message, credits_to_piggyback)
+	uint8_t wire[kWireHeaderSize];
+	encode_header(h, wire);
+	if (!take_send_credit(conn))
+		return false;
+	if (shm_->send_ops->inject_framed(tx_ep(conn), wire, kWireHeaderSize, nullptr, 0, 0)) {
+		return_send_credit(conn);
+		return false;
+	}
+	send_for_coalescing(false, conn); // a send of this pass, as pump_one's
+	return true;
+}
+
 bool RxmEndpoint::send_control(RxmConn *conn, WireOp wire_op, uint64_t msg_id, uint16_t flags,
 			       const uint64_t *invalidate_key)
 {
+	if (!invalidate_key && send_control_at_once(conn, wire_op, msg_id, flags))
+		return true;
 	TxOp *op = alloc_op();
 	if (!op) {
 		RXM_WARN(FI_LOG_EP_DATA, "no room for a control message\n");

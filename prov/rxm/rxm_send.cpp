@@ -545,14 +545,17 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 		stamp_credits(buf->data, credits);
 		// A small message the core injects is copied out of the bounce buffer within the
 		// call: no core completion to wait for and read back (a lock, a CQ entry and a
-		// pass each; over verbs also a wake-up for the peer's acknowledgement).
+		// pass each; over verbs also a wake-up for the peer's acknowledgement). A
+		// rendezvous request too: its op waits for rndv_done, not for the core.
 		bool injected = false;
 		ssize_t ret;
 		bool more = send_for_coalescing(op->report, conn);
 		if (op->zero_copy) {
 			ret = send_direct(conn, buf, op->iov, op->iov_count, 0, op->total_len, more);
 		} else {
-			if (!more && (op->core_inject || op->kind == TxKind::control) &&
+			if (!more &&
+			    (op->core_inject || op->kind == TxKind::control ||
+			     op->kind == TxKind::rndv) &&
 			    buf->len <= inject_size_of(conn->tx_on_shm ? shm_->info
 								    : domain_->core_info()))
 				injected = op->kind == TxKind::control && op->key_invalidatable &&

@@ -254,6 +254,7 @@ private:
 	bool send_control(RxmConn *conn, WireOp op, uint64_t msg_id, uint16_t flags = 0,
 			  const uint64_t *invalidate_key = nullptr);
 	bool send_control_at_once(RxmConn *conn, WireOp op, uint64_t msg_id, uint16_t flags);
+	inline bool inject_prepared(RxmConn *conn, TxBuffer *buf); // rxm_send.cpp only
 	bool inject_invalidating(RxmConn *conn, TxBuffer *buf, uint64_t peer_key);
 	// Sends buf's header followed by [from, from + len) of the iov straight from the
 	// application's memory (fi_sendv); -FI_E2BIG when that needs more core iovs than allowed.

@@ -505,6 +505,21 @@ void RxmEndpoint::pump_backlogged()
 	});
 }
 
+// A prepared message (a rendezvous request, a queued eager or control message) injected. Over
+// shm its framed send writes it straight into the ring slot: shm's fi_inject takes it as
+// a plain send first (iov checks, its queue; ~160 instructions more). What that cannot
+// take at once (-FI_EAGAIN: a full ring, shm's own queue) goes by fi_inject as before.
+inline bool RxmEndpoint::inject_prepared(RxmConn *conn, TxBuffer *buf)
+{
+	if (conn->tx_on_shm && shm_->send_ops) {
+		ssize_t ret = shm_->send_ops->inject_framed(tx_ep(conn), buf->data, buf->len,
+							    nullptr, 0, 0);
+		if (ret != -FI_EAGAIN)
+			return ret == 0;
+	}
+	return fi_inject(tx_ep(conn), buf->data, buf->len, 0) == 0;
+}
+
 // Hands (the rest of) op to the core. Returns false when the core or rxm ran out of room;
 // the op stays at the front of the queue and is retried from progress.
 bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
@@ -561,7 +576,7 @@ bool RxmEndpoint::pump_one(RxmConn *conn, TxOp *op)
 				injected = op->kind == TxKind::control && op->key_invalidatable &&
 						   !conn->tx_on_shm
 						   ? inject_invalidating(conn, buf, op->peer_key)
-						   : fi_inject(tx_ep(conn), buf->data, buf->len, 0) == 0;
+						   : inject_prepared(conn, buf);
 			ret = injected ? 0 : send_buffer(conn, buf, tx_desc, more);
 		}
 		if (ret == -FI_EAGAIN) {

@@ -186,11 +186,13 @@ TEST(RxmShmSwitch, PolledFdWithoutTrywaitOverShmCore)
 
 // A rendezvous request taken from the ring is handled after shm's progress returns
 // (rxm_shm_direct.cpp, defer_shm_control): an eager message right behind it must still be
-// matched after it. The sender posts a 64 KiB message (a same-host rendezvous) and an 8-byte
-// one, untagged, before the receiver looks; the receiver then posts two receives of 64 KiB
-// and reads: the first must be the 64 KiB message. Handling the eager one first (taken in
-// place while the request waits) would give it the first receive. Both directions, each side
-// FI_THREAD_DOMAIN and default threading in turn.
+// matched after it, and a second request deferred behind it (defer_behind_deferred) after
+// it too. The sender posts two 64 KiB messages (same-host rendezvous) and an 8-byte one,
+// untagged, before the receiver looks; the receiver then posts three receives of 64 KiB
+// and reads: they must get the messages in the order sent. Handling the eager one first
+// (taken in place while the requests wait), or the requests out of order, would give a
+// receive another message. Both directions, each side FI_THREAD_DOMAIN and default
+// threading in turn.
 bool rndv_then_eager_peer(int to_peer, int from_peer, bool thread_domain)
 {
 	Peer p;
@@ -202,14 +204,20 @@ bool rndv_then_eager_peer(int to_peer, int from_peer, bool thread_domain)
 	for (uint64_t round = 0; round < 8; round++) {
 		char go = 0;
 		if ((round % 2 == 0) == first) {
-			std::vector<uint8_t> big(kBig), small(8);
-			for (size_t j = 0; j < big.size(); j++)
+			std::vector<uint8_t> big(kBig), big2(kBig), small(8);
+			for (size_t j = 0; j < big.size(); j++) {
 				big[j] = pattern(round, j);
+				big2[j] = pattern(round + 50, j);
+			}
 			for (size_t j = 0; j < small.size(); j++)
 				small[j] = pattern(round + 100, j);
-			int bctx = 0, sctx = 0, status = -1;
+			int bctx = 0, b2ctx = 0, sctx = 0, status = -1;
 			if (!p.post("fi_send", [&] {
 				    return fi_send(p.ep, big.data(), big.size(), nullptr, p.peer, &bctx);
+			    }) ||
+			    !p.post("fi_send", [&] {
+				    return fi_send(p.ep, big2.data(), big2.size(), nullptr, p.peer,
+						   &b2ctx);
 			    }) ||
 			    !p.post("fi_send", [&] {
 				    return fi_send(p.ep, small.data(), small.size(), nullptr, p.peer,
@@ -223,14 +231,21 @@ bool rndv_then_eager_peer(int to_peer, int from_peer, bool thread_domain)
 			if (!p.wait_for(&bctx, &status))
 				return false;
 			CHILD_CHECK(status == 0, "big send: %s", fi_strerror(-status));
+			if (!p.wait_for(&b2ctx, &status))
+				return false;
+			CHILD_CHECK(status == 0, "second big send: %s", fi_strerror(-status));
 		} else {
 			CHILD_CHECK(read(from_peer, &go, 1) == 1, "reading the go");
 			// Both messages are in the ring (the sender wrote them within its calls).
 			std::this_thread::sleep_for(std::chrono::milliseconds(20));
-			std::vector<uint8_t> a(kBig), b(kBig);
-			int actx = 0, bctx = 0, status = -1;
+			std::vector<uint8_t> a(kBig), a2(kBig), b(kBig);
+			int actx = 0, a2ctx = 0, bctx = 0, status = -1;
 			if (!p.post("fi_recv", [&] {
 				    return fi_recv(p.ep, a.data(), a.size(), nullptr, p.peer, &actx);
+			    }) ||
+			    !p.post("fi_recv", [&] {
+				    return fi_recv(p.ep, a2.data(), a2.size(), nullptr, p.peer,
+						   &a2ctx);
 			    }) ||
 			    !p.post("fi_recv", [&] {
 				    return fi_recv(p.ep, b.data(), b.size(), nullptr, p.peer, &bctx);
@@ -239,16 +254,23 @@ bool rndv_then_eager_peer(int to_peer, int from_peer, bool thread_domain)
 			if (!p.wait_for(&actx, &status))
 				return false;
 			CHILD_CHECK(status == 0, "first receive: %s", fi_strerror(-status));
-			if (!p.wait_for(&bctx, &status))
+			if (!p.wait_for(&a2ctx, &status))
 				return false;
 			CHILD_CHECK(status == 0, "second receive: %s", fi_strerror(-status));
+			if (!p.wait_for(&bctx, &status))
+				return false;
+			CHILD_CHECK(status == 0, "third receive: %s", fi_strerror(-status));
 			for (size_t j = 0; j < kBig; j++)
 				CHILD_CHECK(a[j] == pattern(round, j),
 					    "round %lu: the first receive got another message (byte %zu)",
 					    static_cast<unsigned long>(round), j);
+			for (size_t j = 0; j < kBig; j++)
+				CHILD_CHECK(a2[j] == pattern(round + 50, j),
+					    "round %lu: the second receive got another message (byte %zu)",
+					    static_cast<unsigned long>(round), j);
 			for (size_t j = 0; j < 8; j++)
 				CHILD_CHECK(b[j] == pattern(round + 100, j),
-					    "round %lu: the second receive got another message (byte %zu)",
+					    "round %lu: the third receive got another message (byte %zu)",
 					    static_cast<unsigned long>(round), j);
 		}
 		if (!p.sync(50000 + round))

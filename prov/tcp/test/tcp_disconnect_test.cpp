@@ -152,8 +152,14 @@ TEST(TcpDisconnect, ABusyPolledStreamStillWakesAnEqSleeperAtThePeersClose)
 	TcpPair pair;
 	ASSERT_TRUE(pair.open());
 	ASSERT_TRUE(pair.connect());
+	auto *domain = util::fid_cast<util::Domain>(&pair.domain->fid, FI_CLASS_DOMAIN);
+	ASSERT_NE(nullptr, domain);
+	auto out = [&] { return domain->engine().fds_out_of_epoll() == 1; };
+	// 300 messages, then more until the stream is seen out of the set right after one: on
+	// a slow run (valgrind) the 10 ms lease can put it back before the 300th, and it leaves
+	// again 64 busy passes later.
 	char in[8];
-	for (int i = 0; i < 300; i++) {
+	for (int i = 0; i < 300 || (!out() && i < 5000); i++) {
 		ASSERT_EQ(0, fi_recv(pair.client, in, sizeof(in), nullptr, 0, in));
 		ASSERT_EQ(0, fi_inject(pair.server, "message", 8, 0));
 		fi_cq_data_entry entry{};
@@ -163,9 +169,7 @@ TEST(TcpDisconnect, ABusyPolledStreamStillWakesAnEqSleeperAtThePeersClose)
 		while (ret == -FI_EAGAIN);
 		ASSERT_EQ(1, ret) << "message " << i;
 	}
-	auto *domain = util::fid_cast<util::Domain>(&pair.domain->fid, FI_CLASS_DOMAIN);
-	ASSERT_NE(nullptr, domain);
-	EXPECT_EQ(1u, domain->engine().fds_out_of_epoll()); // what this test is about
+	ASSERT_TRUE(out()) << "the busy stream never left the epoll set"; // what this is about
 	ASSERT_EQ(0, fi_recv(pair.client, in, sizeof(in), nullptr, 0, in));
 	ASSERT_EQ(0, fi_close(&pair.server->fid));
 	pair.server = nullptr;

@@ -280,9 +280,11 @@ bool readable(int fd, int timeout_ms)
 	return ::poll(&p, 1, timeout_ms) == 1;
 }
 
-// Busy passes, a byte each, until the fd has left the set (or a bound is reached).
-void spin_until_out(ProgressEngine &engine, LeavingReader &reader)
+// Registers the reader, then busy passes, a byte each, until its fd has left the set (or
+// a bound is reached; the caller checks fds_out_of_epoll()).
+void add_and_spin_until_out(ProgressEngine &engine, LeavingReader &reader)
 {
+	ASSERT_EQ(engine.add_fd(reader.fd(), EPOLLIN, &reader), 0);
 	reader.poke();
 	engine.progress(); // epoll reports it: hot
 	for (unsigned i = 0; i < 4 * ProgressEngine::kLeaveEpollAfter &&
@@ -294,13 +296,17 @@ void spin_until_out(ProgressEngine &engine, LeavingReader &reader)
 	}
 }
 
-TEST(ProgressLeave, ABusyHotFdLeavesTheSetAndIsStillRead)
-{
+// Each test's engine, with no rest after a busy pass (so that every other pass is busy).
+class ProgressLeave : public ::testing::Test {
+protected:
+	ProgressLeave() { engine.set_rest_window(std::chrono::nanoseconds(0)); }
 	ProgressEngine engine;
-	engine.set_rest_window(std::chrono::nanoseconds(0));
+};
+
+TEST_F(ProgressLeave, ABusyHotFdLeavesTheSetAndIsStillRead)
+{
 	LeavingReader reader;
-	ASSERT_EQ(engine.add_fd(reader.fd(), EPOLLIN, &reader), 0);
-	spin_until_out(engine, reader);
+	add_and_spin_until_out(engine, reader);
 	ASSERT_EQ(engine.fds_out_of_epoll(), 1u);
 	int bytes = reader.bytes;
 	reader.poke();
@@ -311,26 +317,20 @@ TEST(ProgressLeave, ABusyHotFdLeavesTheSetAndIsStillRead)
 	EXPECT_EQ(engine.fds_out_of_epoll(), 0u);
 }
 
-TEST(ProgressLeave, AHandlerThatDoesNotAgreeStaysInTheSet)
+TEST_F(ProgressLeave, AHandlerThatDoesNotAgreeStaysInTheSet)
 {
-	ProgressEngine engine;
-	engine.set_rest_window(std::chrono::nanoseconds(0));
 	LeavingReader reader;
 	reader.agree = false;
-	ASSERT_EQ(engine.add_fd(reader.fd(), EPOLLIN, &reader), 0);
-	spin_until_out(engine, reader);
+	add_and_spin_until_out(engine, reader);
 	EXPECT_EQ(engine.fds_out_of_epoll(), 0u);
 	reader.poke();
 	EXPECT_TRUE(readable(engine.fd(), 0));
 }
 
-TEST(ProgressLeave, ItRejoinsBeforeASleepAndWhatCameMeanwhileVetoesIt)
+TEST_F(ProgressLeave, ItRejoinsBeforeASleepAndWhatCameMeanwhileVetoesIt)
 {
-	ProgressEngine engine;
-	engine.set_rest_window(std::chrono::nanoseconds(0));
 	LeavingReader reader;
-	ASSERT_EQ(engine.add_fd(reader.fd(), EPOLLIN, &reader), 0);
-	spin_until_out(engine, reader);
+	add_and_spin_until_out(engine, reader);
 	ASSERT_EQ(engine.fds_out_of_epoll(), 1u);
 	for (int i = 0; i < 20; ++i)
 		engine.progress(); // idle passes: the last ones asked epoll and found it quiet
@@ -349,13 +349,10 @@ TEST(ProgressLeave, ItRejoinsBeforeASleepAndWhatCameMeanwhileVetoesIt)
 	EXPECT_TRUE(readable(engine.fd(), 0));
 }
 
-TEST(ProgressLeave, TheLeaseWakesASleeperThatNeverPreparedItsSleep)
+TEST_F(ProgressLeave, TheLeaseWakesASleeperThatNeverPreparedItsSleep)
 {
-	ProgressEngine engine;
-	engine.set_rest_window(std::chrono::nanoseconds(0));
 	LeavingReader reader;
-	ASSERT_EQ(engine.add_fd(reader.fd(), EPOLLIN, &reader), 0);
-	spin_until_out(engine, reader);
+	add_and_spin_until_out(engine, reader);
 	ASSERT_EQ(engine.fds_out_of_epoll(), 1u);
 	// The poller stops; a sleeper that watches fd() without prepare_sleep (an EQ reader)
 	// is woken by the lease, and the pass it runs puts the fd back.
@@ -373,14 +370,11 @@ TEST(ProgressLeave, TheLeaseWakesASleeperThatNeverPreparedItsSleep)
 	EXPECT_FALSE(readable(engine.fd(), 0));
 }
 
-TEST(ProgressLeave, CoolingModifyingAndEvictionPutItBack)
+TEST_F(ProgressLeave, CoolingModifyingAndEvictionPutItBack)
 {
-	ProgressEngine engine;
-	engine.set_rest_window(std::chrono::nanoseconds(0));
 	{
 		LeavingReader reader;
-		ASSERT_EQ(engine.add_fd(reader.fd(), EPOLLIN, &reader), 0);
-		spin_until_out(engine, reader);
+		add_and_spin_until_out(engine, reader);
 		ASSERT_EQ(engine.fds_out_of_epoll(), 1u);
 		ASSERT_EQ(engine.modify_fd(reader.fd(), EPOLLIN | EPOLLOUT, &reader), 0);
 		EXPECT_EQ(engine.fds_out_of_epoll(), 0u);
@@ -390,8 +384,7 @@ TEST(ProgressLeave, CoolingModifyingAndEvictionPutItBack)
 	}
 	{
 		LeavingReader reader;
-		ASSERT_EQ(engine.add_fd(reader.fd(), EPOLLIN, &reader), 0);
-		spin_until_out(engine, reader);
+		add_and_spin_until_out(engine, reader);
 		ASSERT_EQ(engine.fds_out_of_epoll(), 1u);
 		for (unsigned i = 0; i < ProgressEngine::kHotIdlePasses + 10; ++i)
 			engine.progress();
@@ -405,8 +398,7 @@ TEST(ProgressLeave, CoolingModifyingAndEvictionPutItBack)
 		std::vector<std::unique_ptr<PipeReader>> others;
 		for (size_t i = 0; i < ProgressEngine::kHotFds; ++i)
 			others.push_back(std::make_unique<PipeReader>(true));
-		ASSERT_EQ(engine.add_fd(reader.fd(), EPOLLIN, &reader), 0);
-		spin_until_out(engine, reader);
+		add_and_spin_until_out(engine, reader);
 		ASSERT_EQ(engine.fds_out_of_epoll(), 1u);
 		for (auto &other : others) {
 			ASSERT_EQ(engine.add_fd(other->fd(), EPOLLIN, other.get()), 0);
